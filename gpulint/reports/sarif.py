@@ -63,7 +63,10 @@ class _Paths:
 
     def __init__(self, root: str):
         r = posix(root or ".").rstrip("/") or "."
-        if _is_abs(root or "") or r == "." or ".." in r.split("/"):
+        if PureWindowsPath(root or "").drive and not PurePosixPath(root).is_absolute():
+            self.base_dir = str(PureWindowsPath(root))  # a Windows root, whatever OS renders it
+            self.prefix = ""
+        elif _is_abs(root or "") or r == "." or ".." in r.split("/"):
             self.base_dir = os.path.abspath(root or ".")
             self.prefix = ""
         else:

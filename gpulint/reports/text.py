@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
-from gpulint.model import Finding, Severity
+from gpulint.model import NO_COST, Finding, Severity
 from gpulint.reports.base import (
     ReportOptions,
     Reporter,
@@ -85,7 +85,7 @@ def _details(root: str, f: Finding, paint: _Paint) -> list[str]:
     if f.guidance.strip():
         out.extend(_indented(f.guidance))
     ci = f.cost_impact
-    if ci.basis.strip():
+    if ci.basis.strip() and ci != NO_COST:  # "no spend attributed" is noise under every finding
         figure = money(ci.usd_per_hour) + "/h" if usd(ci.usd_per_hour) is not None else "no figure"
         out.append(f"{INDENT}{paint('cost:', _DIM)} {figure} ({ci.confidence} confidence). {one_line(ci.basis)}")
     return out
