@@ -587,3 +587,17 @@ def test_explain_fence_survives_backticks_in_examples():
 )
 def test_explain_languages(path, lang):
     assert language(path) == lang
+
+
+def test_every_installed_rule_renders_in_explain_and_sarif():
+    """Rules of the installed packs (whatever has loaded so far) document cleanly."""
+    rules = list(PluginHost().registry.rules.values())
+    result = ScanResult(root="/repo", rules=rules + list(RULES))
+    doc = _sarif(result)
+    ids = [r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]]
+    assert ids == sorted(set(ids))
+    for rule in rules:
+        md = explain_markdown(rule)
+        assert md.startswith(f"# {rule.code} {rule.name}")
+        assert md.count("```") % 2 == 0
+        assert explain_text(rule).startswith(f"{rule.code} {rule.name}")
