@@ -1,0 +1,617 @@
+"""Kubernetes manifests -> compute, env and launch facts.
+
+Input is already-parsed YAML (``gpulint.yamlnodes.Doc``); this module never
+raises on odd shapes: a value of the wrong type is simply unknown (``None``) or
+skipped. One *target* per workload object and per replica spec, e.g.
+``PyTorchJob/llama-ft/Worker``; a pod template becomes a compute target only
+when it shows an accelerator signal (GPU/TPU/Neuron/EFA resources, or an
+instance-type / accelerator selector), so CPU services stay silent.
+
+Also holds the small YAML helpers the SkyPilot and cloud-ML readers share
+(``dotted``, ``as_int``, ``FactSink``, ``launches_from_script``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from gpulint.model import Fact, Location
+from gpulint.yamlnodes import Doc
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def dotted(path: Iterable) -> str:
+    """``("spec", "containers", 0, "env")`` -> ``spec.containers[0].env``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def as_int(value: Any) -> int | None:
+    """A literal count, else None (``"$NUM_NODES"``, ``"4+"``, booleans are unknown)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def as_dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def env_value(value: Any) -> str | None:
+    """How a literal YAML scalar reads once it is an environment variable."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
+class FactSink:
+    """Builds facts for one document, with positions taken from its marks."""
+
+    def __init__(self, doc: Doc, path: str):
+        self.doc, self.path, self.facts = doc, path, []
+
+    def loc(self, at: tuple, line_offset: int | None = None) -> Location:
+        line, col = self.doc.at(at)
+        if line_offset is not None:
+            # block scalar: its text starts on the line after the key / list dash
+            return Location(self.path, line + 1 + line_offset, 1)
+        return Location(self.path, line, col)
+
+    def add(self, kind: str, value: Any, at: tuple, target: str, key: str | None = None,
+            attrs: dict | None = None, line_offset: int | None = None) -> Fact:
+        fact = Fact(kind, value, self.loc(at, line_offset), key if key is not None else dotted(at),
+                    target, dict(attrs or {}))
+        self.facts.append(fact)
+        return fact
+
+
+_SHELLS = {"sh", "bash", "zsh", "dash", "ash"}
+_EXPORT_RX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+# `a && b`, `a; b`, `a || b` are separate commands (naive about quotes, like commands.py's `bash -c`)
+_LIST_OPS = re.compile(r"&&|\|\||;")
+_KEYWORD_RX = re.compile(r"^\s*(?:then|do|else|time)\s+")
+
+
+def script_lines(script: str) -> list[tuple[int, str]]:
+    """Logical lines of a shell script: ``(offset of first physical line, text)``.
+
+    Backslash continuations are joined; blank lines and comment lines dropped.
+    """
+    out: list[tuple[int, str]] = []
+    buf: list[str] = []
+    start = 0
+    for i, raw in enumerate(script.split("\n")):
+        line = raw.rstrip()
+        if not buf:
+            start = i
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+        if line.endswith("\\"):
+            buf.append(line[:-1])
+            continue
+        buf.append(line)
+        text = " ".join(part.strip() for part in buf).strip()
+        buf = []
+        if text:
+            out.append((start, text))
+    if buf:
+        text = " ".join(part.strip() for part in buf).strip()
+        if text:
+            out.append((start, text))
+    return out
+
+
+def _commands():
+    # Imported late: commands.py is a sibling reader developed separately.
+    from gpulint.readers import commands
+
+    return commands
+
+
+def launches_from_script(script: str, subst: dict[str, str] | None = None) -> list[tuple[int, dict, dict | None]]:
+    """Per logical line: ``(line offset, env set on that line, launch fact value or None)``.
+
+    ``subst`` replaces variables whose value the platform itself decides
+    (``$SKYPILOT_NUM_GPUS_PER_NODE``) before the line is parsed.
+    """
+    cmds = _commands()
+    out = []
+    for offset, text in script_lines(script):
+        for name, value in (subst or {}).items():
+            text = re.sub(r"\$\{" + name + r"\}|\$" + name + r"\b", value, text)
+        for part in _LIST_OPS.split(text):
+            part = _KEYWORD_RX.sub("", part.split("|")[0]).strip()
+            if not part:
+                continue
+            env, argv = cmds.split_command_line(part)
+            env, argv = dict(env or {}), list(argv or [])
+            if argv and argv[0] == "export":
+                for word in argv[1:]:
+                    m = _EXPORT_RX.match(word)
+                    if m:
+                        env[m.group(1)] = m.group(2)
+                argv = []
+            launch = cmds.parse_command(argv) if argv else None
+            if env or launch:
+                out.append((offset, env, launch))
+    return out
+
+
+def launches_from_argv(argv: list) -> list[tuple[int | None, int | None, dict, dict | None]]:
+    """Launches of an exec-form command (container command+args, Vertex containerSpec).
+
+    Returns ``(index in argv of the script text or None, line offset or None, env, launch)``;
+    ``sh -c "<script>"`` is read as a script.
+    """
+    if not argv or not all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in argv):
+        return []
+    argv = [str(a) for a in argv]
+    prog = argv[0].rsplit("/", 1)[-1]
+    if prog in _SHELLS:
+        for i in range(1, min(len(argv), 4)):
+            if argv[i].startswith("-") and "c" in argv[i][1:] and not argv[i].startswith("--"):
+                if i + 1 < len(argv):
+                    script = argv[i + 1]
+                    multi = "\n" in script
+                    return [(i + 1, off if multi else None, env, launch)
+                            for off, env, launch in launches_from_script(script)]
+                return []
+    launch = _commands().parse_command(argv)
+    return [(None, None, {}, launch)] if launch else []
+
+
+# --------------------------------------------------------------------------- labels and resources
+
+_INSTANCE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+_ACCEL_KEYS = ("cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator")
+_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+_ACCEL_RESOURCES = _GPU_RESOURCES + ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
+                                     "aws.amazon.com/neurondevice", "habana.ai/gaudi", "vpc.amazonaws.com/efa")
+_EFA = "vpc.amazonaws.com/efa"
+_PROVIDER_PREFIXES = (
+    ("eks.amazonaws.com/", "aws"), ("karpenter.k8s.aws/", "aws"), ("k8s.amazonaws.com/", "aws"),
+    ("vpc.amazonaws.com/", "aws"), ("alpha.eksctl.io/", "aws"),
+    ("cloud.google.com/", "gcp"), ("karpenter.azure.com/", "azure"), ("kubernetes.azure.com/", "azure"),
+)
+
+
+def _capacity(key: str, value: Any) -> str | None:
+    """Capacity type a node label/taint value selects, or None when it does not say."""
+    v = str(value).strip().lower() if isinstance(value, (str, bool)) else ""
+    if key == "karpenter.sh/capacity-type":
+        return {"spot": "spot", "on-demand": "on-demand"}.get(v)
+    if key == "eks.amazonaws.com/capacitytype":
+        return {"spot": "spot", "on_demand": "on-demand"}.get(v)
+    if key in ("cloud.google.com/gke-spot", "cloud.google.com/gke-preemptible"):
+        return "spot" if v == "true" else None
+    if key == "kubernetes.azure.com/scalesetpriority":
+        return "spot" if v == "spot" else None
+    return None
+
+
+_CAPACITY_KEYS = ("karpenter.sh/capacity-type", "eks.amazonaws.com/capacityType", "cloud.google.com/gke-spot",
+                  "cloud.google.com/gke-preemptible", "kubernetes.azure.com/scalesetpriority")
+
+
+def _provider(keys: Iterable[str]) -> str | None:
+    found = set()
+    for key in keys:
+        for prefix, prov in _PROVIDER_PREFIXES:
+            if isinstance(key, str) and key.startswith(prefix):
+                found.add(prov)
+    return found.pop() if len(found) == 1 else None
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+@dataclass
+class _Workload:
+    target: str
+    resource: str
+    pod: tuple                      # path of the PodSpec
+    anchor: tuple                   # where the compute.target fact points
+    role: str | None
+    nodes: int | None = None
+    nodes_at: tuple | None = None
+    min_nodes: int | None = None
+    min_at: tuple | None = None
+    attrs: dict = field(default_factory=dict)
+    launch_target: str | None = None  # MPIJob Launcher: its mpirun runs on the Workers
+    compute: bool = True
+    entrypoint: tuple | None = None   # RayJob entrypoint string path
+
+
+_TRAINING = "training"
+_SERVING_HINTS = ("vllm", "text-generation-inference", "tritonserver", "torchserve", "sglang", "lmdeploy",
+                  "tensorrt-llm", "trtllm", "ollama", "kserve", "llama.cpp", "tgi-", "/tgi")
+_NOTEBOOK_HINTS = ("jupyter", "notebook")
+
+
+def looks_like_kubernetes(doc: Doc) -> bool:
+    data = doc.data
+    return (isinstance(data, dict) and isinstance(data.get("apiVersion"), str)
+            and isinstance(data.get("kind"), str))
+
+
+def read_kubernetes(docs: list[Doc], path: str) -> list[Fact]:
+    facts: list[Fact] = []
+    used: set[str] = set()
+    for doc in docs:
+        if not looks_like_kubernetes(doc):
+            continue
+        if doc.data["kind"] == "List":
+            for i, item in enumerate(as_list(doc.data.get("items"))):
+                if isinstance(item, dict) and isinstance(item.get("kind"), str):
+                    facts += _read_object(doc, ("items", i), path, used)
+        else:
+            facts += _read_object(doc, (), path, used)
+    return facts
+
+
+def _name(doc: Doc, base: tuple) -> str:
+    meta = as_dict(doc.get(base + ("metadata",)))
+    name = meta.get("name") or meta.get("generateName")
+    return str(name).rstrip("-") if isinstance(name, (str, int)) and str(name) else "unnamed"
+
+
+def _read_object(doc: Doc, base: tuple, path: str, used: set) -> list[Fact]:
+    kind = doc.get(base + ("kind",))
+    api = str(doc.get(base + ("apiVersion",), ""))
+    name = _name(doc, base)
+    sink = FactSink(doc, path)
+    if kind in ("NodePool", "Provisioner") and api.startswith("karpenter.sh/"):
+        _read_nodepool(sink, base, kind, name, _unique(f"{kind}/{name}", used))
+        return sink.facts
+    for wl in _workloads(doc, base, kind, name, used):
+        _read_pod(sink, wl)
+    return sink.facts
+
+
+def _unique(target: str, used: set) -> str:
+    out, n = target, 2
+    while out in used:
+        out, n = f"{target}#{n}", n + 1
+    used.add(out)
+    return out
+
+
+def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_Workload]:
+    spec = base + ("spec",)
+    res = f"{kind}/{name}"
+    meta_at = base + ("metadata", "name")
+    out: list[_Workload] = []
+
+    def one(pod, role, nodes_key, default_nodes=1):
+        raw = doc.get(nodes_key) if nodes_key else None
+        nodes = as_int(raw) if raw is not None else default_nodes
+        out.append(_Workload(_unique(res, used), res, pod, meta_at, role, nodes,
+                             nodes_key if raw is not None else None))
+
+    if kind == "Pod":
+        one(spec, None, None)
+    elif kind == "Job":
+        one(spec + ("template", "spec"), _TRAINING, spec + ("parallelism",))
+    elif kind == "CronJob":
+        jspec = spec + ("jobTemplate", "spec")
+        one(jspec + ("template", "spec"), _TRAINING, jspec + ("parallelism",))
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        one(spec + ("template", "spec"), None, spec + ("replicas",))
+    elif kind == "JobSet":
+        for i, rj in enumerate(as_list(doc.get(spec + ("replicatedJobs",)))):
+            if not isinstance(rj, dict):
+                continue
+            rpath = spec + ("replicatedJobs", i)
+            rname = rj.get("name") if isinstance(rj.get("name"), str) else str(i)
+            reps = as_int(rj.get("replicas", 1))
+            par = as_int(as_dict(as_dict(rj.get("template")).get("spec")).get("parallelism", 1))
+            nodes = reps * par if reps is not None and par is not None else None
+            at = rpath + ("replicas",) if "replicas" in rj else None
+            out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
+                                 rpath, _TRAINING, nodes, at, attrs={"replicas": reps, "parallelism": par}))
+    elif kind in ("RayJob", "RayCluster"):
+        cluster = spec + ("rayClusterSpec",) if kind == "RayJob" else spec
+        role = _TRAINING if kind == "RayJob" else None
+        head = cluster + ("headGroupSpec",)
+        if isinstance(doc.get(head), dict):
+            wl = _Workload(_unique(f"{res}/head", used), res, head + ("template", "spec"), head, role, 1, None)
+            if kind == "RayJob" and isinstance(doc.get(spec + ("entrypoint",)), str):
+                wl.entrypoint = spec + ("entrypoint",)
+            out.append(wl)
+        for i, grp in enumerate(as_list(doc.get(cluster + ("workerGroupSpecs",)))):
+            if not isinstance(grp, dict):
+                continue
+            gpath = cluster + ("workerGroupSpecs", i)
+            gname = grp.get("groupName") if isinstance(grp.get("groupName"), str) else str(i)
+            raw = grp.get("replicas", 1)
+            wl = _Workload(_unique(f"{res}/{gname}", used), res, gpath + ("template", "spec"), gpath, role,
+                           as_int(raw), gpath + ("replicas",) if "replicas" in grp else None)
+            if "minReplicas" in grp:
+                wl.min_nodes, wl.min_at = as_int(grp.get("minReplicas")), gpath + ("minReplicas",)
+            out.append(wl)
+    elif isinstance(kind, str) and "kubeflow.org" in str(doc.get(base + ("apiVersion",), "")):
+        out += _operator_replicas(doc, spec, kind, res, used)
+    return out
+
+
+def _operator_replicas(doc: Doc, spec: tuple, kind: str, res: str, used: set) -> list[_Workload]:
+    """Kubeflow training-operator jobs: every ``*ReplicaSpecs`` entry is a replica target."""
+    out: list[_Workload] = []
+    for skey, specs in as_dict(doc.get(spec)).items():
+        if not (isinstance(skey, str) and skey.endswith("ReplicaSpecs") and isinstance(specs, dict)):
+            continue
+        reps = {r: as_int(as_dict(s).get("replicas", 1)) for r, s in specs.items() if isinstance(s, dict)}
+        # torchrun's world spans Master + Worker, so both report the job's node total
+        total = None
+        if kind == "PyTorchJob" and all(reps.get(r, 0) is not None for r in ("Master", "Worker")):
+            total = sum(reps.get(r, 0) or 0 for r in ("Master", "Worker"))
+        worker_target = f"{res}/Worker"
+        for rname, rspec in specs.items():
+            if not isinstance(rspec, dict):
+                continue
+            rpath = spec + (skey, rname)
+            own = reps.get(rname)
+            nodes = total if kind == "PyTorchJob" and rname in ("Master", "Worker") else own
+            wl = _Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec"), rpath, _TRAINING,
+                           nodes, rpath + ("replicas",) if "replicas" in rspec else None,
+                           attrs={"replica": rname, "replicas": own})
+            restart = rspec.get("restartPolicy")
+            if isinstance(restart, str):
+                wl.attrs["restart_policy"] = restart
+            if kind == "MPIJob" and rname == "Launcher":
+                wl.compute, wl.launch_target = False, worker_target
+            elastic = doc.get(spec + ("elasticPolicy",))
+            if isinstance(elastic, dict) and rname == "Worker":
+                wl.attrs["elastic"] = {k: elastic.get(k) for k in ("minReplicas", "maxReplicas", "maxRestarts")
+                                       if isinstance(elastic.get(k), (int, str))}
+                if "minReplicas" in elastic:
+                    wl.min_nodes, wl.min_at = as_int(elastic.get("minReplicas")), spec + ("elasticPolicy", "minReplicas")
+            out.append(wl)
+    return out
+
+
+# --------------------------------------------------------------------------- pod templates
+
+
+def _containers(sink: FactSink, pod: tuple) -> list[tuple[tuple, dict]]:
+    return [(pod + ("containers", i), c) for i, c in enumerate(as_list(sink.doc.get(pod + ("containers",))))
+            if isinstance(c, dict)]
+
+
+def _resource(cpath: tuple, c: dict, names: tuple) -> list[tuple[tuple, str, Any]]:
+    """(path, resource name, amount) per requested resource of ``names``; limits win over requests."""
+    out = []
+    res = as_dict(c.get("resources"))
+    for name in names:
+        for section in ("limits", "requests"):
+            sec = as_dict(res.get(section))
+            if name in sec:
+                out.append((cpath + ("resources", section, name), name, sec[name]))
+                break
+    return out
+
+
+def _selections(sink: FactSink, pod: tuple) -> list[tuple[tuple, str, Any, bool]]:
+    """``(path, label key, value, only_choice)`` from nodeSelector and required node affinity."""
+    out = []
+    for key, value in as_dict(sink.doc.get(pod + ("nodeSelector",))).items():
+        if isinstance(key, str):
+            out.append((pod + ("nodeSelector", key), key, value, True))
+    req = pod + ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    for t, term in enumerate(as_list(sink.doc.get(req))):
+        for e, expr in enumerate(as_list(as_dict(term).get("matchExpressions"))):
+            expr = as_dict(expr)
+            if expr.get("operator") != "In" or not isinstance(expr.get("key"), str):
+                continue
+            values = [v for v in as_list(expr.get("values")) if isinstance(v, (str, int, bool))]
+            for v, value in enumerate(values):
+                out.append((req + (t, "matchExpressions", e, "values", v), expr["key"], value, len(values) == 1))
+    return out
+
+
+def _role(sink: FactSink, wl: _Workload, containers) -> str | None:
+    if wl.role:
+        return wl.role
+    words = []
+    for _, c in containers:
+        words.append(str(c.get("image", "")))
+        words += [str(a) for a in as_list(c.get("command"))[:3] + as_list(c.get("args"))[:3]]
+    text = " ".join(words).lower()
+    if any(h in text for h in _SERVING_HINTS) or re.search(r"\bserve\b", text):
+        return "serving"
+    if any(h in text for h in _NOTEBOOK_HINTS):
+        return "notebook"
+    return None
+
+
+def _read_pod(sink: FactSink, wl: _Workload) -> None:
+    doc, target = sink.doc, wl.target
+    containers = _containers(sink, wl.pod)
+    gpu_reqs = [r for cp, c in containers for r in _resource(cp, c, _GPU_RESOURCES)]
+    accel_reqs = [r for cp, c in containers for r in _resource(cp, c, _ACCEL_RESOURCES)]
+    selections = _selections(sink, wl.pod)
+    tolerations = [(wl.pod + ("tolerations", i), t) for i, t in enumerate(as_list(doc.get(wl.pod + ("tolerations",))))
+                   if isinstance(t, dict)]
+    signal = accel_reqs or any(k in _INSTANCE_KEYS + _ACCEL_KEYS for _, k, _, _ in selections)
+
+    if wl.compute and signal:
+        keys = [k for _, k, _, _ in selections] + [t.get("key") for _, t in tolerations] + [n for _, n, _ in accel_reqs]
+        tattrs = dict(wl.attrs)
+        for _, k, v, _ in selections:
+            if k == "cloud.google.com/machine-family":
+                tattrs["machine_family"] = v
+        sink.add("compute.target", {"source": "kubernetes", "provider": _provider(keys), "resource": wl.resource,
+                                    "role": _role(sink, wl, containers)}, wl.anchor, target, attrs=tattrs)
+        _pod_compute(sink, wl, gpu_reqs, accel_reqs, selections, tolerations)
+
+    # env and launch facts: for every container, GPU or not
+    launch_target = wl.launch_target or target
+    for cpath, c in containers:
+        cname = c.get("name") if isinstance(c.get("name"), str) else None
+        for i, item in enumerate(as_list(c.get("env"))):
+            item = as_dict(item)
+            if not isinstance(item.get("name"), str):
+                continue
+            value = None if "valueFrom" in item else env_value(item.get("value"))
+            sink.add("env", {"name": item["name"], "value": value}, cpath + ("env", i), launch_target,
+                     key=dotted(cpath + ("env", item["name"])), attrs={"container": cname})
+        _container_launches(sink, cpath, c, launch_target, cname)
+    if wl.entrypoint:
+        script = doc.get(wl.entrypoint)
+        multi = "\n" in script
+        for n, (off, env, launch) in enumerate(launches_from_script(script)):
+            _emit_line(sink, wl.entrypoint, off if multi else None, env, launch, launch_target,
+                       dotted(wl.entrypoint) + f"[{n}]", {})
+
+
+_EXEC_PROGRAMS = {"python", "python3", "torchrun", "accelerate", "deepspeed", "mpirun", "srun", "bash", "sh"}
+
+
+def _container_launches(sink: FactSink, cpath: tuple, c: dict, target: str, cname: str | None) -> None:
+    command, args = c.get("command"), c.get("args")
+    command = command if isinstance(command, list) else None
+    args = args if isinstance(args, list) else []
+    if command is None:
+        # args alone feed the image's ENTRYPOINT, unknown here, unless they clearly are a program
+        first = str(args[0]).rsplit("/", 1)[-1] if args else ""
+        if not re.sub(r"[\d.]+$", "", first) in _EXEC_PROGRAMS:
+            return
+        argv, parts = args, [("args", j) for j in range(len(args))]
+        anchor = cpath + ("args",)
+    else:
+        argv = command + args
+        parts = [("command", j) for j in range(len(command))] + [("args", j) for j in range(len(args))]
+        anchor = cpath + ("command",)
+    for n, (idx, off, env, launch) in enumerate(launches_from_argv(argv)):
+        at = cpath + parts[idx] if idx is not None else anchor
+        key = dotted(anchor) + (f"[{n}]" if idx is not None else "")
+        _emit_line(sink, at, off, env, launch, target, key, {"container": cname})
+
+
+def shell_value(value: Any) -> str | None:
+    """A value assigned in a shell line; None when it still needs expansion (``$X``, backticks)."""
+    return value if isinstance(value, str) and "$" not in value and "`" not in value else None
+
+
+def _emit_line(sink, at, off, env, launch, target, key, attrs) -> None:
+    for name, value in env.items():
+        sink.add("env", {"name": name, "value": shell_value(value)}, at, target, key=f"{key}.env.{name}",
+                 attrs=attrs, line_offset=off)
+    if launch:
+        sink.add("launch", launch, at, target, key=key, attrs=attrs, line_offset=off)
+
+
+def _pod_compute(sink: FactSink, wl: _Workload, gpu_reqs, accel_reqs, selections, tolerations) -> None:
+    target = wl.target
+    for at, key, value, only in selections:
+        attrs = {} if only else {"alternatives": True}
+        if key in _INSTANCE_KEYS and isinstance(value, str):
+            sink.add("compute.instance_type", value, at, target, attrs=attrs)
+        elif key in _ACCEL_KEYS and isinstance(value, str):
+            sink.add("compute.accelerator", {"type": value, "count": None}, at, target, attrs=attrs)
+    capacity = [(at, _capacity(key.lower(), value), only) for at, key, value, only in selections
+                if key in _CAPACITY_KEYS and _capacity(key.lower(), value)]
+    for at, cap, only in capacity:
+        sink.add("compute.capacity", cap, at, target, attrs={} if only else {"alternatives": True})
+    if not capacity:
+        # tolerating a spot taint means the pod is meant for spot nodes (it may also land elsewhere)
+        for at, t in tolerations:
+            key = t.get("key")
+            if key in _CAPACITY_KEYS:
+                if t.get("operator") == "Exists":
+                    # only GKE and AKS taint spot nodes alone; a capacity-type Exists says nothing
+                    val = {"kubernetes.azure.com/scalesetpriority": "spot"}.get(key, "true" if "google" in key else "")
+                else:
+                    val = t.get("value")
+                cap = _capacity(key.lower(), val)
+                if cap == "spot":
+                    sink.add("compute.capacity", cap, at, target, key=dotted(wl.pod + ("tolerations", key)),
+                             attrs={"via": "toleration"})
+                    break
+    if wl.nodes_at is not None or wl.nodes is not None:
+        sink.add("compute.node_count", wl.nodes, wl.nodes_at or wl.anchor, target)
+    if wl.min_at is not None:
+        sink.add("compute.min_nodes", wl.min_nodes, wl.min_at, target)
+    if gpu_reqs:
+        amounts = [as_int(v) for _, _, v in gpu_reqs]
+        total = None if any(a is None for a in amounts) else sum(amounts)
+        sink.add("compute.gpus_per_node", total, gpu_reqs[0][0], target)
+    efa = [(at, v) for at, n, v in accel_reqs if n == _EFA]
+    if efa:
+        amounts = [as_int(v) for _, v in efa]
+        sink.add("compute.efa", None if None in amounts else sum(amounts), efa[0][0], target)
+    elif gpu_reqs:
+        sink.add("compute.efa", 0, gpu_reqs[0][0], target, key=dotted(gpu_reqs[0][0][:-1] + (_EFA,)),
+                 attrs={"absent": True})
+
+
+# --------------------------------------------------------------------------- Karpenter
+
+
+def _read_nodepool(sink: FactSink, base: tuple, kind: str, name: str, target: str) -> None:
+    doc = sink.doc
+    spec = base + ("spec",)
+    reqs_at = spec + ("template", "spec", "requirements") if kind == "NodePool" else spec + ("requirements",)
+    reqs = [(reqs_at + (i,), as_dict(r)) for i, r in enumerate(as_list(doc.get(reqs_at)))]
+    keys = [r.get("key") for _, r in reqs]
+    ref = as_dict(doc.get(spec + ("template", "spec", "nodeClassRef")))
+    group = ref.get("group") if isinstance(ref.get("group"), str) else ""
+    ref_kind = ref.get("kind") if isinstance(ref.get("kind"), str) else ""
+    provider = _provider(keys + [group + "/"])
+    if provider is None and ref_kind == "EC2NodeClass":
+        provider = "aws"
+    attrs = {}
+    limits = as_dict(doc.get(spec + ("limits",)))
+    if kind == "Provisioner":
+        limits = as_dict(limits.get("resources")) or limits
+    if limits:
+        attrs["limits"] = {str(k): v for k, v in limits.items() if isinstance(v, (str, int, float))}
+    sink.add("compute.target", {"source": "kubernetes", "provider": provider, "resource": f"{kind}/{name}",
+                                "role": None}, base + ("metadata", "name"), target, attrs=attrs)
+    for rpath, req in reqs:
+        key, op = req.get("key"), req.get("operator")
+        values = [v for v in as_list(req.get("values")) if isinstance(v, (str, int))]
+        if key in _INSTANCE_KEYS and op == "In":
+            for i, v in enumerate(values):
+                sink.add("compute.instance_type", str(v), rpath + ("values", i), target,
+                         attrs={"alternatives": True} if len(values) > 1 else {})
+        elif key == "karpenter.k8s.aws/instance-gpu-name" and op == "In":
+            for i, v in enumerate(values):
+                sink.add("compute.accelerator", {"type": str(v), "count": None}, rpath + ("values", i), target,
+                         attrs={"alternatives": True} if len(values) > 1 else {})
+        elif key == "karpenter.sh/capacity-type":
+            allowed = {"spot", "on-demand", "reserved"}
+            if op == "In":
+                allowed = {str(v) for v in values}
+            elif op == "NotIn":
+                allowed -= {str(v) for v in values}
+            elif op != "Exists":
+                continue
+            at = rpath + ("values",) if "values" in req else rpath
+            if "spot" in allowed:
+                # Karpenter launches spot first whenever a NodePool allows it
+                sink.add("compute.capacity", "spot", at, target,
+                         attrs={"on_demand_fallback": True} if len(allowed) > 1 else {})
+            elif allowed & {"on-demand", "reserved"}:
+                sink.add("compute.capacity", "on-demand", at, target)
