@@ -1,0 +1,682 @@
+"""One launcher command line -> the value of a `launch` fact.
+
+The shell, Dockerfile and Makefile readers all end up with words of one simple
+command; this module decides whether those words start training (`torchrun`,
+`accelerate launch`, `deepspeed`, `python train.py`, possibly under `srun` /
+`mpirun` / `bash -c`) and what the launcher flags say. Nothing is executed.
+
+Values follow gpulint.facts: an int or string when the word is literal, None
+when it is an unresolved `$VAR` or not given (precision over recall).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+__all__ = ["Word", "Launch", "parse_command", "parse_words", "split_command_line", "empty_launch"]
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word after expansion. `known` is False when it still holds an
+    unresolved expansion (then `text` is the source text, e.g. ``$NNODES``)."""
+
+    text: str
+    line: int = 1
+    column: int = 1
+    known: bool = True
+
+    @classmethod
+    def of(cls, text: str) -> "Word":
+        return cls(text, known=not _looks_expanded(text))
+
+    def shifted(self, text: str, offset: int) -> "Word":
+        """The part of this word that starts `offset` characters in (for --flag=value)."""
+        return Word(text, self.line, self.column + offset, self.known and not _looks_expanded(text))
+
+
+@dataclass
+class Launch:
+    value: dict
+    head: Word  # where the command starts (wrapper included)
+    flags: dict = field(default_factory=dict)  # flag as written -> Word of the flag
+    env: list = field(default_factory=list)  # (name, value|None, Word) set by the command itself
+
+
+def _looks_expanded(text: str) -> bool:
+    return "$" in text or "`" in text
+
+
+def empty_launch(tool: str) -> dict:
+    return {
+        "tool": tool, "script": None, "module": None, "args": [], "nnodes": None, "nproc_per_node": None,
+        "mixed_precision": None, "config_file": None, "deepspeed_config": None,
+        "num_machines": None, "num_processes": None, "wrapper": None,
+    }
+
+
+# ---------------------------------------------------------------- splitting
+
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def split_command_line(line: str) -> tuple[dict, list[str]]:
+    """Split one command line into (leading VAR=value assignments, argv).
+
+    Uses shlex; an unbalanced quote is closed at the end of the line, and as a
+    last resort the line is split on whitespace, so this never raises.
+    """
+    words: list[str] | None = None
+    for attempt in (line, line + '"', line + "'"):
+        try:
+            words = shlex.split(attempt, comments=True, posix=True)
+            break
+        except ValueError:
+            continue
+    if words is None:
+        words = line.split()
+    env: dict = {}
+    i = 0
+    while i < len(words):
+        m = _ASSIGN.match(words[i])
+        if not m:
+            break
+        env[m.group(1)] = m.group(2)
+        i += 1
+    return env, words[i:]
+
+
+def parse_command(argv: list[str]) -> dict | None:
+    """The `launch` value for one command (env assignments already stripped), or None."""
+    launch = parse_words([Word.of(a) for a in argv])
+    return launch.value if launch else None
+
+
+# ---------------------------------------------------------------- helpers
+
+def _int(word: Word | None) -> int | None:
+    if word is None or not word.known:
+        return None
+    t = word.text.strip()
+    return int(t) if t.isdigit() else None
+
+
+def _str(word: Word | None) -> str | None:
+    return word.text if word is not None and word.known else None
+
+
+def _base(word: Word) -> str:
+    return os.path.basename(word.text) if word.known else ""
+
+
+_PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
+_LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh"}
+
+
+def _is_tool_word(word: Word) -> bool:
+    b = _base(word)
+    return bool(_PYTHON.match(b)) or b in _LAUNCHERS
+
+
+def _scan_options(words, i, bools=frozenset(), pairs=frozenset(), stop_at_tool=False, attached=True):
+    """Read `-x v`, `--flag v`, `--flag=v`, boolean flags from words[i:].
+
+    Returns (options, index of the first positional word). `options` is a list of
+    (name, value Word|None, flag Word). An unknown long flag takes the next word
+    as its value unless that word looks like the script (`*.py`) or a flag.
+    """
+    opts = []
+    n = len(words)
+    while i < n:
+        w = words[i]
+        t = w.text
+        if not w.known:
+            name = t.partition("=")[0]
+            if t.startswith("-") and "=" in t and not _looks_expanded(name):
+                pass  # `--nnodes=$NNODES`: a known flag whose value is unresolved
+            elif stop_at_tool:  # an unresolved `$EXTRA_ARGS` among wrapper options: skip it
+                i += 1
+                continue
+            else:
+                break
+        if t == "--":
+            return opts, i + 1
+        if not t.startswith("-") or t == "-":
+            break
+        if "=" in t and t.startswith("--"):
+            name, _, val = t.partition("=")
+            opts.append((name, w.shifted(val, len(name) + 1), w))
+            i += 1
+            continue
+        if t in bools:
+            opts.append((t, None, w))
+            i += 1
+            continue
+        if t in pairs:  # `--mca key value`, `-genv K V`
+            opts.append((t, words[i + 1] if i + 1 < n else None, w))
+            i += 3
+            continue
+        if attached and not t.startswith("--") and len(t) > 2:  # -N4, -n16
+            opts.append((t[:2], w.shifted(t[2:], 2), w))
+            i += 1
+            continue
+        nxt = words[i + 1] if i + 1 < n else None
+        if nxt is None or (nxt.known and (nxt.text.startswith("-") and not _NUMBER.match(nxt.text)
+                                          or nxt.text.endswith(".py"))) \
+                or (stop_at_tool and _is_tool_word(nxt) and t not in _VALUE_FLAGS):
+            opts.append((t, None, w))
+            i += 1
+            continue
+        opts.append((t, nxt, w))
+        i += 2
+    return opts, i
+
+
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+# Wrapper flags known to take a value even when the value looks like a tool name.
+_VALUE_FLAGS = {"-p", "--partition", "-J", "--job-name", "-w", "--nodelist"}
+
+
+def _norm(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+# ---------------------------------------------------------------- script arguments
+
+def _script_args(value: dict, args: list[Word], flags: dict) -> None:
+    """Record the script's own arguments and a DeepSpeed config passed to it."""
+    value["args"] = [a.text for a in args]
+    for k, a in enumerate(args):
+        if not a.known or not a.text.startswith("--"):
+            continue
+        name, eq, val = a.text.partition("=")
+        if _norm(name) not in ("deepspeed", "deepspeed_config"):
+            continue
+        if eq:
+            vw = a.shifted(val, len(name) + 1)
+        else:
+            nxt = args[k + 1] if k + 1 < len(args) else None
+            if nxt is None or (nxt.known and nxt.text.startswith("-")):
+                continue  # `--deepspeed` as a boolean switch; the config follows in --deepspeed_config
+            vw = nxt
+        value["deepspeed_config"] = _str(vw)
+        flags.setdefault(name, a)
+
+
+# ---------------------------------------------------------------- python
+
+_NOT_TRAINING_MODULES = {
+    "pip", "venv", "virtualenv", "ensurepip", "pytest", "unittest", "doctest", "http.server", "json.tool",
+    "build", "twine", "black", "isort", "flake8", "mypy", "ruff", "pylint", "coverage", "spacy",
+    "nltk.downloader", "torch.utils.collect_env", "tensorboard", "tensorboard.main", "jupyter", "notebook",
+    "ipykernel", "pre_commit", "setuptools", "wheel", "pydoc", "timeit", "cProfile", "profile", "pdb",
+    "site", "sysconfig", "platform", "compileall", "py_compile", "zipfile", "tarfile", "wandb", "uv",
+    "pipx", "grpc_tools.protoc", "huggingface_hub", "huggingface_hub.commands.huggingface_cli",
+    "bitsandbytes", "torch.utils.bottleneck", "nvitop", "gpustat", "pip_audit",
+}
+
+
+def _parse_python(words: list[Word]) -> Launch | None:
+    i = 1
+    n = len(words)
+    while i < n:
+        t = words[i].text
+        if not words[i].known:
+            return None
+        if t in ("-c", "-"):
+            return None  # inline code / stdin: nothing to link to
+        if t == "-m":
+            if i + 1 >= n or not words[i + 1].known:
+                return None
+            return _parse_module(words, i + 1)
+        if t in ("-W", "-X"):
+            i += 2
+            continue
+        if t.startswith("-") and len(t) > 1:
+            if t.startswith("-m") and len(t) > 2:  # -mtorch.distributed.run
+                return _parse_module(words[:i] + [words[i].shifted(t[2:], 2)] + words[i + 1:], i)
+            if t.startswith("-c"):
+                return None
+            i += 1
+            continue
+        break
+    if i >= n:
+        return None  # interactive interpreter
+    script = words[i]
+    if script.known and (os.path.basename(script.text) == "setup.py" or not script.text):
+        return None
+    value = empty_launch("python")
+    value["script"] = _str(script)
+    launch = Launch(value, words[0])
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+def _parse_module(words: list[Word], i: int) -> Launch | None:
+    mod = words[i].text
+    rest = [words[0]] + words[i + 1:]
+    if mod in ("torch.distributed.run", "torch.distributed.launch"):
+        return _parse_torchrun(rest, tool_word=words[0])
+    if mod in ("accelerate.commands.launch",):
+        return _parse_accelerate_opts(rest, 1)
+    if mod in ("deepspeed.launcher.runner", "deepspeed"):
+        return _parse_deepspeed(rest)
+    top = mod.split(".")[0]
+    if mod in _NOT_TRAINING_MODULES or top in {"pip", "pytest", "venv", "unittest", "http", "json"}:
+        return None
+    value = empty_launch("python")
+    value["module"] = mod
+    launch = Launch(value, words[0])
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- torchrun
+
+_TORCHRUN_BOOLS = frozenset({"--standalone", "-m", "--module", "--no_python", "--no-python", "--run_path",
+                             "--run-path", "--use_env", "--use-env"})
+
+
+def _elastic_nodes(word: Word | None):
+    if word is None or not word.known:
+        return None
+    t = word.text.strip()
+    if t.isdigit():
+        return int(t)
+    return t if re.match(r"^\d+:\d+$", t) else None
+
+
+def _parse_torchrun(words: list[Word], tool_word: Word | None = None) -> Launch | None:
+    opts, i = _scan_options(words, 1, bools=_TORCHRUN_BOOLS)
+    value = empty_launch("torchrun")
+    launch = Launch(value, tool_word or words[0])
+    module = False
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key == "nnodes":
+            value["nnodes"] = _elastic_nodes(val)
+        elif key == "nproc_per_node":
+            value["nproc_per_node"] = _int(val)  # `gpu`, `auto`, `cpu` -> unknown here
+        elif key == "standalone":
+            if value["nnodes"] is None and "nnodes" not in {_norm(o[0]) for o in opts}:
+                value["nnodes"] = 1
+        elif key in ("m", "module"):
+            module = True
+        else:
+            continue
+        launch.flags[name] = fw
+    if i >= len(words):
+        return None  # no script: not a training launch we can link
+    target = words[i]
+    if module:
+        value["module"] = _str(target)
+    else:
+        value["script"] = _str(target)
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- accelerate
+
+_ACCEL_BOOLS = frozenset({
+    "--multi_gpu", "--multi-gpu", "--use_deepspeed", "--use-deepspeed", "--use_fsdp", "--use-fsdp",
+    "--use_megatron_lm", "--use-megatron-lm", "--use_xpu", "--cpu", "--tpu", "-m", "--module",
+    "--no_python", "--no-python", "--debug", "-q", "--quiet", "--same_network", "--same-network",
+    "--enable_cpu_affinity", "--tpu_use_cluster", "--tpu_use_sudo", "--downcast_bf16", "-h", "--help",
+})
+
+
+def _parse_accelerate(words: list[Word]) -> Launch | None:
+    if len(words) < 2 or words[1].text != "launch":
+        return None  # accelerate config / env / test
+    return _parse_accelerate_opts(words, 2)
+
+
+def _parse_accelerate_opts(words: list[Word], start: int) -> Launch | None:
+    opts, i = _scan_options(words, start, bools=_ACCEL_BOOLS)
+    value = empty_launch("accelerate")
+    value.update({"multi_gpu": None, "use_deepspeed": None, "use_fsdp": None})
+    launch = Launch(value, words[0])
+    module = False
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key == "config_file":
+            value["config_file"] = _str(val)
+        elif key == "mixed_precision":
+            value["mixed_precision"] = _str(val).lower() if _str(val) else None
+        elif key == "num_processes":
+            value["num_processes"] = _int(val)
+        elif key == "num_machines":
+            value["num_machines"] = _int(val)
+        elif key in ("multi_gpu", "use_deepspeed", "use_fsdp"):
+            value[key] = True
+        elif key == "deepspeed_config_file":
+            value["deepspeed_config"] = _str(val)
+        elif key in ("m", "module"):
+            module = True
+        else:
+            continue
+        launch.flags[name] = fw
+    value["nnodes"] = value["num_machines"]
+    if value["num_machines"] and value["num_processes"] and value["num_processes"] % value["num_machines"] == 0:
+        value["nproc_per_node"] = value["num_processes"] // value["num_machines"]
+    if i >= len(words):
+        return None
+    target = words[i]
+    value["module" if module else "script"] = _str(target)
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- deepspeed
+
+_DS_BOOLS = frozenset({"--no_python", "--no-python", "--module", "--no_local_rank", "--no-local-rank",
+                       "--force_multi", "--force-multi", "--elastic_training", "--bind_cores_to_rank",
+                       "--no_ssh_check", "--no_ssh", "--save_pid", "--autotuning_run"})
+
+
+def _parse_deepspeed(words: list[Word]) -> Launch | None:
+    opts, i = _scan_options(words, 1, bools=_DS_BOOLS)
+    value = empty_launch("deepspeed")
+    value["hostfile"] = None
+    launch = Launch(value, words[0])
+    module = False
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key == "num_gpus":
+            value["nproc_per_node"] = _int(val)
+        elif key == "num_nodes":
+            value["nnodes"] = _int(val)
+        elif key in ("hostfile", "H"):
+            value["hostfile"] = _str(val)
+        elif key == "module":
+            module = True
+        else:
+            continue
+        launch.flags[name] = fw
+    if i >= len(words):
+        return None
+    value["module" if module else "script"] = _str(words[i])
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- skypilot
+
+_SKY_BOOLS = frozenset({"--use-spot", "--no-use-spot", "-y", "--yes", "-d", "--detach-run", "--down",
+                        "--retry-until-up", "--async", "--fast", "--dryrun", "-s", "--detach-setup"})
+
+
+def _parse_sky(words: list[Word]) -> Launch | None:
+    sub = [w.text for w in words[1:3]]
+    if sub[:1] == ["launch"]:
+        start, managed = 2, False
+    elif sub[:2] in (["jobs", "launch"], ["spot", "launch"]):
+        start, managed = 3, True
+    else:
+        return None
+    opts, i = _scan_options(words, start, bools=_SKY_BOOLS)
+    value = empty_launch("skypilot")
+    value.update({"managed": managed, "use_spot": None, "accelerators": None, "instance_type": None})
+    launch = Launch(value, words[0])
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key == "use_spot":
+            value["use_spot"] = True
+        elif key == "no_use_spot":
+            value["use_spot"] = False
+        elif key == "num_nodes":
+            value["nnodes"] = _int(val)
+        elif key == "gpus":
+            value["accelerators"] = _str(val)
+        elif key == "instance_type":
+            value["instance_type"] = _str(val)
+        else:
+            continue
+        launch.flags[name] = fw
+    if i < len(words) and words[i].known and words[i].text.endswith((".yaml", ".yml")):
+        value["config_file"] = words[i].text
+        launch.flags.setdefault("task", words[i])
+    elif value["config_file"] is None and i < len(words):
+        return None  # an inline command or a cluster name we do not model
+    return launch
+
+
+# ---------------------------------------------------------------- wrappers
+
+_SRUN_BOOLS = frozenset({
+    "-l", "--label", "-u", "--unbuffered", "--exclusive", "--overlap", "-K", "--kill-on-bad-exit", "-v",
+    "--verbose", "-Q", "--quiet", "--container-remap-root", "--no-container-remap-root",
+    "--no-container-mount-home", "--container-writable", "--container-readonly", "-k", "--no-kill", "-X",
+    "--disable-status", "-Z", "--no-allocate", "--pty", "-E", "--preserve-env", "-s", "--oversubscribe",
+    "-O", "--overcommit", "--multi-prog", "--exact", "--whole", "--spread-job", "--contiguous", "-H", "--hold",
+    "--container-entrypoint", "--no-container-entrypoint", "--container-mount-home",
+})
+_MPI_BOOLS = frozenset({
+    "--allow-run-as-root", "-allow-run-as-root", "--oversubscribe", "-oversubscribe", "--tag-output",
+    "-tag-output", "--report-bindings", "-report-bindings", "--display-map", "-display-map", "-v",
+    "--verbose", "-q", "--quiet", "--noprefix", "-noprefix", "--use-hwthread-cpus", "-l", "-prepend-rank",
+    "--prepend-rank", "-print-rank-map", "-bootstrap-exec-args", "--nooversubscribe", "-nooversubscribe",
+})
+_MPI_PAIRS = frozenset({"--mca", "-mca", "-genv", "-env", "--gmca", "-gmca"})
+
+
+def _gres_gpus(text: str) -> int | None:
+    """`gpu:8`, `gpu:a100:8`, `gpu:8,nvme:1` -> 8; `gpu` alone -> None."""
+    for part in text.split(","):
+        bits = part.split(":")
+        if bits[0] == "gpu" and len(bits) >= 2 and bits[-1].split("(")[0].isdigit():
+            return int(bits[-1].split("(")[0])
+    return None
+
+
+def _gpu_count(text: str | None) -> int | None:
+    """`--gpus-per-node=8` or `=a100:8`."""
+    if not text:
+        return None
+    last = text.split(":")[-1]
+    return int(last) if last.isdigit() else None
+
+
+def _parse_srun(words: list[Word]):
+    opts, i = _scan_options(words, 1, bools=_SRUN_BOOLS, stop_at_tool=True)
+    wrap = {"tool": "srun", "nodes": None, "ntasks": None, "ntasks_per_node": None, "gpus_per_node": None}
+    flags = {}
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key in ("N", "nodes"):
+            wrap["nodes"] = _int(val)
+        elif key in ("n", "ntasks"):
+            wrap["ntasks"] = _int(val)
+        elif key == "ntasks_per_node":
+            wrap["ntasks_per_node"] = _int(val)
+        elif key == "gpus_per_node":
+            wrap["gpus_per_node"] = _gpu_count(_str(val))
+        elif key == "gres":
+            wrap["gpus_per_node"] = _gres_gpus(_str(val) or "")
+        else:
+            continue
+        flags[name] = fw
+    if wrap["ntasks_per_node"] is None and wrap["nodes"] and wrap["ntasks"] and wrap["ntasks"] % wrap["nodes"] == 0:
+        wrap["ntasks_per_node"] = wrap["ntasks"] // wrap["nodes"]
+    return wrap, flags, i, []
+
+
+def _parse_mpirun(words: list[Word]):
+    # MPI launchers spell long options with one dash (-np, -npernode, -hostfile).
+    opts, i = _scan_options(words, 1, bools=_MPI_BOOLS, pairs=_MPI_PAIRS, stop_at_tool=True, attached=False)
+    wrap = {"tool": _base(words[0]), "nodes": None, "ntasks": None, "ntasks_per_node": None, "gpus_per_node": None,
+            "hostfile": None}
+    flags, env = {}, []
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key in ("np", "n", "c"):
+            wrap["ntasks"] = _int(val)
+        elif key in ("N", "npernode", "ppn", "perhost"):
+            wrap["ntasks_per_node"] = _int(val)
+        elif key == "map_by" and val is not None and val.known:
+            m = re.match(r"^ppr:(\d+):node", val.text)
+            if m:
+                wrap["ntasks_per_node"] = int(m.group(1))
+        elif key in ("hostfile", "machinefile", "f"):
+            wrap["hostfile"] = _str(val)
+        elif key == "x" and val is not None and val.known:
+            nm, eq, v = val.text.partition("=")
+            if eq:  # `-x NAME` alone only forwards the caller's value: unknown here
+                env.append((nm, v, val))
+            continue
+        elif key in ("genv", "env") and val is not None and val.known:
+            k = words.index(fw)
+            v = words[k + 2] if k + 2 < len(words) else None
+            env.append((val.text, _str(v), val))
+            continue
+        else:
+            continue
+        flags[name] = fw
+    if wrap["nodes"] is None and wrap["ntasks"] and wrap["ntasks_per_node"] \
+            and wrap["ntasks"] % wrap["ntasks_per_node"] == 0:
+        wrap["nodes"] = wrap["ntasks"] // wrap["ntasks_per_node"]
+    return wrap, flags, i, env
+
+
+def _find_tool(words: list[Word], i: int) -> int | None:
+    """After wrapper options that held an unresolved word, resync on a known tool."""
+    if i < len(words) and words[i].known and not words[i].text.startswith("-"):
+        return i
+    for k in range(i, len(words)):
+        if words[k].known and _is_tool_word(words[k]):
+            return k
+    return None
+
+
+def _wrapped(words: list[Word], parser) -> Launch | None:
+    wrap, flags, i, env = parser(words)
+    k = _find_tool(words, i)
+    if k is None:
+        return None
+    inner = parse_words(words[k:])
+    if inner is None:
+        return None
+    v = inner.value
+    if v.get("wrapper") is None:
+        v["wrapper"] = wrap
+    if v["tool"] == "python":
+        # A plain script started once per task: the wrapper decides the process layout.
+        if v["nproc_per_node"] is None:
+            v["nproc_per_node"] = wrap["ntasks_per_node"]
+        if v["nnodes"] is None:
+            v["nnodes"] = wrap["nodes"]
+    inner.head = words[0]
+    inner.flags = {**flags, **inner.flags}
+    inner.env = env + inner.env
+    return inner
+
+
+# Prefix commands that run their arguments as another command.
+_PREFIX_BOOLS = {
+    "exec": set(), "nohup": set(), "time": {"-p"}, "command": set(), "builtin": set(),
+    "sudo": {"-E", "-H", "-n", "-S", "--preserve-env"}, "stdbuf": set(), "nice": set(), "ionice": set(),
+    "numactl": {"--localalloc", "-l"}, "taskset": {"-c", "-a"}, "xvfb-run": {"-a"},
+}
+
+
+def _strip_prefix(words: list[Word]):
+    """Drop `env A=B`, `nohup`, `uv run`, `conda run -n x` ...; returns (words, env list)."""
+    env = []
+    for _ in range(8):
+        if not words or not words[0].known:
+            return words, env
+        b = _base(words[0])
+        if b == "env":
+            i = 1
+            while i < len(words) and words[i].known:
+                t = words[i].text
+                m = _ASSIGN.match(t)
+                if m:
+                    env.append((m.group(1), m.group(2) if words[i].known else None, words[i]))
+                elif t in ("-u", "--unset", "-C", "--chdir"):
+                    i += 1
+                elif not t.startswith("-"):
+                    break
+                i += 1
+            words = words[i:]
+        elif b in ("uv", "poetry", "pipenv", "pdm", "hatch", "rye") and len(words) > 1 and words[1].text == "run":
+            i = 2
+            while i < len(words) and words[i].known and words[i].text.startswith("-"):
+                t = words[i].text
+                i += 1 if ("=" in t or t in ("--no-sync", "--frozen", "--locked", "--active", "--isolated")) else 2
+            words = words[i:]
+        elif b in ("conda", "mamba", "micromamba") and len(words) > 1 and words[1].text == "run":
+            i = 2
+            while i < len(words) and words[i].known and words[i].text.startswith("-"):
+                i += 2 if words[i].text in ("-n", "--name", "-p", "--prefix") else 1
+            words = words[i:]
+        elif b in ("singularity", "apptainer") and len(words) > 2 and words[1].text == "exec":
+            opts, i = _scan_options(words, 2, bools=frozenset({"--nv", "--rocm", "--cleanenv", "-e",
+                                                                 "--contain", "--writable", "--fakeroot"}))
+            words = words[i + 1:]  # skip the image
+        elif b in _PREFIX_BOOLS:
+            i = 1
+            while i < len(words) and words[i].known and words[i].text.startswith("-"):
+                t = words[i].text
+                i += 1 if (t in _PREFIX_BOOLS[b] or "=" in t or (len(t) > 2 and not t.startswith("--"))) else 2
+            words = words[i:]
+        else:
+            return words, env
+    return words, env
+
+
+def _parse_shell_c(words: list[Word]) -> Launch | None:
+    """`bash -c "torchrun ..."`: parse the inner string (positions approximate: the string's)."""
+    i = 1
+    while i < len(words) and words[i].known and words[i].text.startswith("-") and words[i].text != "-c":
+        i += 1
+    if i + 1 >= len(words) or words[i].text != "-c" or not words[i + 1].known:
+        return None
+    src = words[i + 1]
+    for part in re.split(r"&&|\|\||;|\n", src.text):
+        env, argv = split_command_line(part.split("|")[0])
+        if not argv:
+            continue
+        inner = parse_words([Word(a, src.line, src.column, not _looks_expanded(a)) for a in argv])
+        if inner is not None:
+            inner.head = words[0]
+            inner.env = [(k, None if _looks_expanded(v) else v, src) for k, v in env.items()] + inner.env
+            return inner
+    return None
+
+
+def parse_words(words: list[Word]) -> Launch | None:
+    """The launch (value, positions, env) of one simple command's words, or None."""
+    words, env = _strip_prefix(list(words))
+    # Per-command `VAR=value` left after a prefix such as `exec`.
+    while words and words[0].known and _ASSIGN.match(words[0].text):
+        m = _ASSIGN.match(words[0].text)
+        env.append((m.group(1), m.group(2), words[0]))
+        words = words[1:]
+    if not words or not words[0].known:
+        return None
+    b = _base(words[0])
+    if _PYTHON.match(b):
+        launch = _parse_python(words)
+    elif b == "torchrun":
+        launch = _parse_torchrun(words)
+    elif b == "accelerate":
+        launch = _parse_accelerate(words)
+    elif b == "deepspeed":
+        launch = _parse_deepspeed(words)
+    elif b == "srun":
+        launch = _wrapped(words, _parse_srun)
+    elif b in ("mpirun", "mpiexec"):
+        launch = _wrapped(words, _parse_mpirun)
+    elif b == "sky":
+        launch = _parse_sky(words)
+    elif b in ("bash", "sh", "zsh"):
+        launch = _parse_shell_c(words)
+    else:
+        launch = None
+    if launch is not None:
+        launch.env = env + launch.env
+    return launch

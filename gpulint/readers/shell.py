@@ -1,0 +1,680 @@
+"""Shell and Slurm batch scripts -> env, launch and Slurm compute facts.
+
+A small, tolerant bash lexer (quotes, `\\` continuations, `$VAR`/`${...}`/`$(...)`,
+arrays, heredocs, redirections, comments) feeds a statement walker that
+tracks literal variable assignments, so `torchrun --nnodes $NNODES` resolves
+when `NNODES=2` was set earlier at the same level. Assignments inside
+`if`/loops/`case`/functions make the variable unknown afterwards. Nothing is
+ever executed; what cannot be decided statically is None.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpulint.model import Fact, Location
+from gpulint.readers.commands import Word, parse_words
+from gpulint.readers.errors import ReadError
+
+__all__ = ["read_shell", "ShellScanner", "UNKNOWN"]
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_ASSIGN_HEAD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+
+
+# ---------------------------------------------------------------- lexer
+
+@dataclass
+class _Tok:
+    kind: str  # "word" | "op" | "redir" | "array"
+    text: str  # source text (op text for operators)
+    line: int
+    column: int
+    parts: list = field(default_factory=list)  # word parts, see _Lexer._word
+    items: list = field(default_factory=list)  # array elements (word _Tok)
+
+
+_OPS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")")
+_REDIRS = ("<<<", "<<-", "&>>", "<<", ">>", ">&", "<&", "<>", ">|", "&>", ">", "<")
+
+
+class _Lexer:
+    def __init__(self, text: str, line: int = 1, column: int = 1):
+        self.s = text
+        self.p = 0
+        self.line0, self.col0 = line, column
+        self.heredocs: list[tuple[str, bool]] = []
+        self._nl = [i for i, c in enumerate(text) if c == "\n"]
+
+    def pos(self, p: int) -> tuple[int, int]:
+        import bisect
+
+        k = bisect.bisect_left(self._nl, p)
+        if k == 0:
+            return self.line0, self.col0 + p
+        return self.line0 + k, p - self._nl[k - 1]
+
+    def tokens(self):
+        s, n = self.s, len(self.s)
+        while self.p < n:
+            c = s[self.p]
+            if c in " \t\r":
+                self.p += 1
+            elif c == "\\" and s.startswith("\\\n", self.p):
+                self.p += 2
+            elif c == "#":
+                end = s.find("\n", self.p)
+                self.p = n if end < 0 else end
+            elif c == "\n":
+                yield _Tok("op", "\n", *self.pos(self.p))
+                self.p += 1
+                self._skip_heredocs()
+            else:
+                op = next((o for o in _REDIRS if s.startswith(o, self.p)), None)
+                if op:
+                    yield from self._redirect(op)
+                    continue
+                op = next((o for o in _OPS if s.startswith(o, self.p)), None)
+                if op:
+                    yield _Tok("op", op, *self.pos(self.p))
+                    self.p += len(op)
+                    continue
+                yield self._word()
+
+    def _redirect(self, op: str):
+        tok = _Tok("redir", op, *self.pos(self.p))
+        self.p += len(op)
+        yield tok
+        if op in ("<<", "<<-"):
+            while self.p < len(self.s) and self.s[self.p] in " \t":
+                self.p += 1
+            if self.p < len(self.s) and self.s[self.p] not in "\n;|&":
+                w = self._word()
+                delim = "".join(p[1] for p in w.parts if p[0] == "lit")
+                self.heredocs.append((delim, op == "<<-"))
+
+    def _skip_heredocs(self):
+        """Heredoc bodies are data, not commands: skip them up to their delimiter."""
+        s = self.s
+        while self.heredocs:
+            delim, strip_tabs = self.heredocs.pop(0)
+            while self.p < len(s):
+                end = s.find("\n", self.p)
+                end = len(s) if end < 0 else end
+                line = s[self.p:end]
+                self.p = min(end + 1, len(s))
+                if (line.lstrip("\t") if strip_tabs else line).rstrip("\r") == delim:
+                    break
+
+    def _word(self) -> _Tok:
+        """Read one word into parts: ("lit", text, quoted) | ("var", name, modifier, quoted) |
+        ("arr", name, quoted) | ("cmd", source)."""
+        s, n = self.s, len(self.s)
+        start = self.p
+        line, col = self.pos(start)
+        parts: list = []
+        while self.p < n:
+            c = s[self.p]
+            if c in " \t\r\n" or c in ";&|()<>":
+                if c in "<>" and parts and all(p[0] == "lit" and not p[2] and p[1].isdigit() for p in parts):
+                    self.p = start  # `2>&1`: the digits are a file descriptor, not a word
+                    return self._fd_redirect(start)
+                if c == "(" and parts and _ASSIGN_HEAD.match(_lit_text(parts)) and _lit_text(parts).endswith("="):
+                    return self._array(start, parts)
+                break
+            if c == "\\":
+                if s.startswith("\\\n", self.p):
+                    self.p += 2
+                    continue
+                parts.append(("lit", s[self.p + 1:self.p + 2], True))
+                self.p += 2
+            elif c == "'":
+                end = s.find("'", self.p + 1)
+                end = n if end < 0 else end
+                parts.append(("lit", s[self.p + 1:end], True))
+                self.p = end + 1
+            elif c == '"':
+                self.p += 1
+                self._dquote(parts)
+            elif c == "$":
+                self._dollar(parts, quoted=False)
+            elif c == "`":
+                end = s.find("`", self.p + 1)
+                end = n if end < 0 else end
+                parts.append(("cmd", s[self.p:end + 1]))
+                self.p = end + 1
+            else:
+                m = re.compile(r"[^\s;&|()<>\\'\"$`]+").match(s, self.p)
+                parts.append(("lit", m.group(0), False))
+                self.p = m.end()
+        return _Tok("word", s[start:self.p], line, col, parts)
+
+    def _fd_redirect(self, start: int) -> _Tok:
+        while self.s[self.p].isdigit():
+            self.p += 1
+        op = next(o for o in _REDIRS if self.s.startswith(o, self.p))
+        line, col = self.pos(start)
+        self.p += len(op)
+        return _Tok("redir", op, line, col)
+
+    def _array(self, start: int, parts: list) -> _Tok:
+        line, col = self.pos(start)
+        self.p += 1  # "("
+        items = []
+        s, n = self.s, len(self.s)
+        while self.p < n:
+            c = s[self.p]
+            if c in " \t\r\n":
+                self.p += 1
+            elif c == "#":
+                end = s.find("\n", self.p)
+                self.p = n if end < 0 else end
+            elif c == ")":
+                self.p += 1
+                break
+            elif s.startswith("\\\n", self.p):
+                self.p += 2
+            else:
+                before = self.p
+                w = self._word()
+                if self.p == before:  # a stray operator character inside (...): skip it
+                    self.p += 1
+                    continue
+                items.append(w)
+        return _Tok("array", _lit_text(parts)[:-1], line, col, parts, items)
+
+    def _dquote(self, parts: list) -> None:
+        s, n = self.s, len(self.s)
+        buf = []
+        first = len(parts)
+        while self.p < n:
+            c = s[self.p]
+            if c == '"':
+                self.p += 1
+                break
+            if c == "\\" and self.p + 1 < n and s[self.p + 1] in '$`"\\\n':
+                if s[self.p + 1] != "\n":
+                    buf.append(s[self.p + 1])
+                self.p += 2
+            elif c in "$`":
+                if buf:
+                    parts.append(("lit", "".join(buf), True))
+                    buf = []
+                if c == "$":
+                    self._dollar(parts, quoted=True)
+                else:
+                    end = s.find("`", self.p + 1)
+                    end = n if end < 0 else end
+                    parts.append(("cmd", s[self.p:end + 1]))
+                    self.p = end + 1
+            else:
+                buf.append(c)
+                self.p += 1
+        if buf or len(parts) == first:
+            parts.append(("lit", "".join(buf), True))  # keeps "" as an (empty) word
+
+    def _dollar(self, parts: list, quoted: bool) -> None:
+        s, n = self.s, len(self.s)
+        p = self.p
+        nxt = s[p + 1] if p + 1 < n else ""
+        if nxt == "(":
+            end = _matching(s, p + 1, "(", ")")
+            parts.append(("cmd", s[p:end]))
+            self.p = end
+        elif nxt == "{":
+            end = _matching(s, p + 1, "{", "}")
+            inner = s[p + 2:end - 1]
+            m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]$", inner)
+            if m:
+                parts.append(("arr", m.group(1), quoted))
+            else:
+                m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(.*)$", inner, re.S)
+                name, mod = (m.group(1), m.group(2)) if m else ("", inner)
+                parts.append(("var", name, mod, quoted))
+            self.p = end
+        elif nxt == "'" and not quoted:  # $'...' ANSI-C string: take it literally
+            end = s.find("'", p + 2)
+            end = n if end < 0 else end
+            parts.append(("lit", s[p + 2:end], True))
+            self.p = end + 1
+        else:
+            m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(s, p + 1)
+            if m:
+                parts.append(("var", m.group(0), "", quoted))
+                self.p = m.end()
+            else:
+                parts.append(("lit", "$", quoted))
+                self.p = p + 1
+
+
+def _matching(s: str, p: int, open_: str, close: str) -> int:
+    """Index just past the bracket matching s[p]; quotes inside are skipped."""
+    depth, i, n = 0, p, len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'" and open_ == "(":
+            j = s.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
+
+
+def _lit_text(parts: list) -> str:
+    return "".join(p[1] for p in parts if p[0] == "lit")
+
+
+# ---------------------------------------------------------------- expansion
+
+def _expand(tok: _Tok, vars_: dict) -> list[Word]:
+    """Expand one word with the known variables: a list of Words (splitting unquoted
+    expansions on whitespace), or a single unknown Word showing the unresolved part."""
+    parts = tok.parts
+    if len(parts) == 1 and parts[0][0] == "arr":
+        val = vars_.get(parts[0][1], UNKNOWN)
+        if isinstance(val, list):
+            return list(val)  # each element keeps the position where the array was written
+        return [Word(tok.text, tok.line, tok.column, False)]
+    out, known, split = [], True, False
+    for part in parts:
+        if part[0] == "lit":
+            out.append(part[1])
+            continue
+        if part[0] == "cmd":
+            out.append(part[1])
+            known = False
+            continue
+        if part[0] == "arr":
+            val = vars_.get(part[1], UNKNOWN)
+            if isinstance(val, list) and all(v.known for v in val):
+                out.append(" ".join(v.text for v in val))
+                split = split or not part[2]
+            else:
+                out.append("${%s[@]}" % part[1])
+                known = False
+            continue
+        _, name, mod, quoted = part
+        val = _var_value(name, mod, vars_)
+        if val is UNKNOWN:
+            out.append("${%s%s}" % (name, mod) if mod else "$" + name)
+            known = False
+        else:
+            out.append(val)
+            if not quoted and any(ch.isspace() for ch in val) or (not quoted and val == "" and len(parts) == 1):
+                split = True
+    text = "".join(out)
+    if not known:
+        return [Word(text, tok.line, tok.column, False)]
+    if split:
+        return [Word(t, tok.line, tok.column, True) for t in text.split()]
+    return [Word(text, tok.line, tok.column, True)]
+
+
+def _var_value(name: str, mod: str, vars_: dict):
+    val = vars_.get(name, UNKNOWN)
+    if isinstance(val, list):
+        val = val[0].text if val and val[0].known else UNKNOWN
+    if not mod:
+        return val
+    m = re.match(r"^(:?)([-=+])(.*)$", mod, re.S)
+    if not m:
+        return UNKNOWN  # ${X%...}, ${X/...}, ${X:0:3}: not worth modelling
+    colon, op, word = m.groups()
+    if val is UNKNOWN or "$" in word or "`" in word:
+        return UNKNOWN  # `${NNODES:-2}` depends on the caller's environment
+    empty = val == "" if colon else False
+    if op in "-=":
+        return word if empty else val
+    return "" if empty or val == "" else word
+
+
+# ---------------------------------------------------------------- statements
+
+_BLOCK_OPEN = {"if", "while", "until", "for", "case", "select", "{"}
+_BLOCK_CLOSE = {"fi", "done", "esac", "}"}
+_BRANCH = {"else", "elif"}
+_PASS = {"then", "do", "!", "time"}
+_DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+
+
+@dataclass
+class _Frame:
+    before: dict = field(default_factory=dict)
+    changed: set = field(default_factory=set)
+
+
+class ShellScanner:
+    """Walks shell text statement by statement, collecting env and launch facts.
+
+    Reused by the Dockerfile and Makefile readers for their shell fragments
+    (`feed` takes the fragment's starting line and column).
+    """
+
+    def __init__(self, path: str, variables: dict | None = None, env_names=_ENV_NAME):
+        self.path = path
+        self.vars: dict = dict(variables or {})
+        self.stack: list[_Frame] = []
+        self.facts: list[Fact] = []
+        self.launches = 0
+        self.env_names = env_names
+
+    # -- public
+    def feed(self, text: str, line: int = 1, column: int = 1) -> list[Fact]:
+        start = len(self.facts)
+        cmd: list[_Tok] = []
+        skip_target = False
+        for tok in _Lexer(text, line, column).tokens():
+            if tok.kind == "op":
+                if tok.text == "(" and not cmd:
+                    self._push()
+                    continue
+                if tok.text == "(" and cmd:
+                    cmd = []  # `name() {`: a function definition; its body follows
+                    skip_target = True
+                    continue
+                if tok.text == ")" and skip_target:
+                    skip_target = False
+                    continue
+                if cmd:
+                    self._statement(cmd)
+                cmd = []
+                if tok.text == ")":
+                    self._pop()
+                continue
+            if tok.kind == "redir":
+                skip_target = False
+                cmd.append(tok)
+                continue
+            cmd.append(tok)
+        if cmd:
+            self._statement(cmd)
+        return self.facts[start:]
+
+    # -- scopes
+    def _push(self):
+        self.stack.append(_Frame())
+
+    def _pop(self):
+        if not self.stack:
+            return
+        frame = self.stack.pop()
+        for name, before in frame.before.items():
+            if name in frame.changed or self.vars.get(name, UNKNOWN) is not before and \
+                    self.vars.get(name, UNKNOWN) != before:
+                self._set(name, UNKNOWN)
+
+    def _branch(self):
+        """`else`/`elif`: the next branch does not see what the previous one assigned."""
+        if not self.stack:
+            return
+        frame = self.stack[-1]
+        for name, before in frame.before.items():
+            if self.vars.get(name, UNKNOWN) != before:
+                frame.changed.add(name)
+            if before is UNKNOWN:
+                self.vars.pop(name, None)
+            else:
+                self.vars[name] = before
+
+    def _set(self, name: str, value) -> None:
+        if self.stack:
+            self.stack[-1].before.setdefault(name, self.vars.get(name, UNKNOWN))
+            if len(self.stack) > 1:  # an outer frame must learn of it too
+                for fr in self.stack[:-1]:
+                    fr.before.setdefault(name, self.vars.get(name, UNKNOWN))
+        if value is UNKNOWN:
+            self.vars.pop(name, None)
+        else:
+            self.vars[name] = value
+
+    # -- one simple command
+    def _statement(self, toks: list[_Tok]) -> None:
+        toks = self._drop_redirects(toks)
+        while toks and toks[0].kind == "word" and len(toks[0].parts) == 1 and toks[0].parts[0][0] == "lit" \
+                and not toks[0].parts[0][2]:
+            word = toks[0].parts[0][1]
+            if word in _BLOCK_OPEN:
+                self._push()
+                if word in ("for", "select"):
+                    if len(toks) > 1 and _NAME.match(toks[1].text):
+                        self._set(toks[1].text, UNKNOWN)
+                    return
+                if word == "case":
+                    return
+                toks = toks[1:]
+            elif word in _BLOCK_CLOSE:
+                self._pop()
+                toks = toks[1:]
+            elif word in _BRANCH:
+                self._branch()
+                toks = toks[1:]
+            elif word in _PASS:
+                toks = toks[1:]
+            elif word == "function":
+                toks = toks[2:]
+            else:
+                break
+        if not toks:
+            return
+        assigns = []
+        while toks and (toks[0].kind == "array" or (toks[0].kind == "word" and toks[0].parts
+                                                     and toks[0].parts[0][0] == "lit" and not toks[0].parts[0][2]
+                                                     and _ASSIGN_HEAD.match(toks[0].parts[0][1]))):
+            assigns.append(toks.pop(0))
+        if not toks:
+            for a in assigns:
+                self._assign(a, exported=False)
+            return
+        head = toks[0]
+        if head.kind == "word" and head.text in _DECLARE:
+            for t in toks[1:]:
+                if t.kind == "array" or (t.kind == "word" and t.parts and t.parts[0][0] == "lit"
+                                         and _ASSIGN_HEAD.match(t.parts[0][1])):
+                    self._assign(t, exported=head.text == "export" or head.text in ("declare", "typeset")
+                                 and any(o.text.startswith("-") and "x" in o.text for o in toks[1:]))
+            return
+        if head.kind == "word" and head.text == "unset":
+            for t in toks[1:]:
+                if _NAME.match(t.text):
+                    self._set(t.text, "")
+            return
+        if head.kind == "word" and head.text in ("read", "mapfile", "readarray", "getopts"):
+            for t in toks[1:]:
+                if _NAME.match(t.text):
+                    self._set(t.text, UNKNOWN)
+            return
+        words: list[Word] = []
+        for t in toks:
+            if t.kind == "word":
+                words.extend(_expand(t, self.vars))
+        launch = parse_words(words)
+        if launch is None:
+            return
+        self.launches += 1
+        target = f"launch{self.launches}"
+        for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
+            self._assign(a, exported=True, target=target, persist=False)
+        self._emit_launch(launch, target)
+
+    @staticmethod
+    def _drop_redirects(toks: list[_Tok]) -> list[_Tok]:
+        out, skip = [], False
+        for t in toks:
+            if skip:
+                skip = False
+                continue
+            if t.kind == "redir":
+                skip = True
+                continue
+            out.append(t)
+        return out
+
+    def _assign(self, tok: _Tok, exported: bool, target: str = "", persist: bool = True) -> None:
+        if tok.kind == "array":
+            name = tok.text.rstrip("+")
+            values = []
+            for item in tok.items:
+                values.extend(_expand(item, self.vars))
+            if persist:
+                self._set(name, values)
+            return
+        m = _ASSIGN_HEAD.match(tok.parts[0][1])
+        name, append = m.group(1), m.group(2)
+        rest = [("lit", tok.parts[0][1][m.end():], False)] + tok.parts[1:]
+        value = _assigned_value(rest, self.vars)
+        if append:
+            old = self.vars.get(name, UNKNOWN)
+            value = old + value if isinstance(old, str) and value is not None else None
+        if persist:
+            self._set(name, UNKNOWN if value is None else value)
+        if self.env_names.match(name):
+            attrs = {"exported": exported}
+            if self.stack:
+                attrs["conditional"] = True
+            self.facts.append(Fact("env", {"name": name, "value": value}, self._loc(tok, len(name)),
+                                   key=name, target=target, attrs=attrs))
+
+    def _loc(self, w, length: int = 0) -> Location:
+        end = w.column + length if length else None
+        return Location(self.path, w.line, w.column, w.line if end else None, end)
+
+    def _emit_launch(self, launch, target: str) -> None:
+        v = launch.value
+        flags = {k: [w.line, w.column] for k, w in launch.flags.items()}
+        self.facts.append(Fact("launch", v, self._loc(launch.head), key=v["tool"], target=target,
+                               attrs={"flags": flags}))
+        for name, value, w in launch.env:
+            if self.env_names.match(name):
+                known = value is not None and "$" not in value and "`" not in value
+                self.facts.append(Fact("env", {"name": name, "value": value if known else None},
+                                       self._loc(w, len(name)), key=name, target=target,
+                                       attrs={"exported": True, "scope": "command"}))
+        mp = v.get("mixed_precision")
+        if v["tool"] == "accelerate" and mp is not None:
+            flag = next((k for k in launch.flags if k.lstrip("-").replace("-", "_") == "mixed_precision"), "")
+            fw = launch.flags.get(flag, launch.head)
+            dtype = mp if mp in ("no", "fp16", "bf16", "fp8") else None
+            self.facts.append(Fact("precision", {"mechanism": "launcher", "dtype": dtype, "enabled": mp != "no"},
+                                   self._loc(fw), key=flag or "--mixed_precision", target=target))
+
+
+def _assigned_value(parts, vars_) -> str | None:
+    """The right of `NAME=`: no word splitting there; None when anything is unresolved."""
+    out = []
+    for p in parts:
+        if p[0] == "lit":
+            out.append(p[1])
+        elif p[0] == "var":
+            val = _var_value(p[1], p[2], vars_)
+            if val is UNKNOWN:
+                return None
+            out.append(val)
+        elif p[0] == "arr":
+            val = vars_.get(p[1])
+            if not isinstance(val, list) or not all(w.known for w in val):
+                return None
+            out.append(" ".join(w.text for w in val))
+        else:
+            return None  # $(...) / `...`: never executed
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- Slurm directives
+
+def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
+    """`#SBATCH` lines before the first command (sbatch stops reading there)."""
+    from gpulint.readers.commands import _gres_gpus, _gpu_count, split_command_line
+
+    facts: list[Fact] = []
+    seeds: dict = {}
+    target_at = None
+    partition = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        if not stripped.startswith("#SBATCH"):
+            continue
+        offset = raw.index("#SBATCH") + len("#SBATCH")
+        if target_at is None:
+            target_at = (lineno, raw.index("#SBATCH") + 1)
+        _, argv = split_command_line(raw[offset:])
+        k = 0
+        cursor = offset
+        while k < len(argv):
+            word = argv[k]
+            col = raw.find(word, cursor)
+            col = (col if col >= 0 else offset) + 1
+            cursor = max(cursor, col - 1 + len(word))
+            name, eq, val = word.partition("=")
+            if not eq and word.startswith("-"):
+                if not word.startswith("--") and len(word) > 2:
+                    name, val = word[:2], word[2:]
+                elif k + 1 < len(argv) and not argv[k + 1].startswith("-"):
+                    val = argv[k + 1]
+                    k += 1
+            k += 1
+            loc = Location(path, lineno, col)
+            if name in ("--nodes", "-N"):
+                m = re.match(r"^(\d+)(?:-(\d+))?$", val)
+                count = int(m.group(1)) if m and not m.group(2) else None
+                facts.append(Fact("compute.node_count", count, loc, key=name, target="slurm"))
+                if m and m.group(2):
+                    facts.append(Fact("compute.min_nodes", int(m.group(1)), loc, key=name, target="slurm"))
+                if count is not None:
+                    seeds["SLURM_JOB_NUM_NODES"] = seeds["SLURM_NNODES"] = str(count)
+            elif name in ("--gres", "--gpus-per-node"):
+                count = _gres_gpus(val) if name == "--gres" else _gpu_count(val)
+                if name == "--gres" and not val.startswith("gpu"):
+                    continue
+                facts.append(Fact("compute.gpus_per_node", count, loc, key=name, target="slurm"))
+                bits = val.split(",")[0].split(":")
+                kind = bits[1] if name == "--gres" and len(bits) == 3 else (bits[0] if name != "--gres" and len(bits) == 2 else None)
+                if kind:
+                    facts.append(Fact("compute.accelerator", {"type": kind, "count": count}, loc, key=name,
+                                      target="slurm"))
+                if name == "--gpus-per-node" and count is not None:
+                    seeds["SLURM_GPUS_PER_NODE"] = str(count)
+            elif name in ("--partition", "-p"):
+                partition = val or None
+            elif name == "--ntasks-per-node" and val.isdigit():
+                seeds["SLURM_NTASKS_PER_NODE"] = val
+    if target_at is not None:
+        facts.insert(0, Fact("compute.target", {"source": "slurm", "provider": None, "resource": "sbatch",
+                                                "role": None, "partition": partition},
+                             Location(path, *target_at), key="#SBATCH", target="slurm"))
+    return facts, seeds
+
+
+def read_shell(text: str, path: str) -> list[Fact]:
+    """Facts of a .sh/.bash/.slurm/.sbatch script; tolerant of anything that is text."""
+    if not isinstance(text, str):
+        raise ReadError("shell script is not text")
+    if "\x00" in text:
+        raise ReadError("binary content in a shell script", 1, 1)
+    slurm, seeds = _sbatch_facts(text, path)
+    scanner = ShellScanner(path, seeds)
+    try:
+        facts = scanner.feed(text)
+    except RecursionError as exc:  # pathological nesting; never expected from real scripts
+        raise ReadError(f"shell script too deeply nested: {exc}") from None
+    return slurm + facts
