@@ -191,7 +191,7 @@ def _vertex_job(sink: FactSink, data: dict, pools_at: tuple) -> None:
         akey, atype = _pick(machine, "acceleratorType")
         ckey, acount = _pick(machine, "acceleratorCount")
         if isinstance(atype, str) and atype != "ACCELERATOR_TYPE_UNSPECIFIED":
-            count = as_int(acount) if ckey else 1
+            count = as_int(acount) if ckey else None  # no documented default
             sink.add("compute.accelerator", {"type": atype, "count": count}, ppath + (mkey, akey), target)
             sink.add("compute.gpus_per_node", count, ppath + (mkey, ckey or akey), target)
         rkey, _ = _pick(spec, "replicaCount")
@@ -213,7 +213,8 @@ def _vertex_container(sink: FactSink, ppath: tuple, spec: dict, target: str) -> 
         command = command if isinstance(command, list) else None
         args = args if isinstance(args, list) else []
         if command is not None:
-            argv, parts = command + args, [("command", j) for j in range(len(command))] + [("args", j) for j in range(len(args))]
+            argv = command + args
+            parts = [("command", j) for j in range(len(command))] + [("args", j) for j in range(len(args))]
         elif args and str(args[0]).rsplit("/", 1)[-1].rstrip("0123456789.") in ("python", "torchrun", "accelerate",
                                                                                    "deepspeed", "bash", "sh"):
             argv, parts = args, [("args", j) for j in range(len(args))]

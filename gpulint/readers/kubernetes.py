@@ -386,7 +386,8 @@ def _operator_replicas(doc: Doc, spec: tuple, kind: str, res: str, used: set) ->
                 wl.attrs["elastic"] = {k: elastic.get(k) for k in ("minReplicas", "maxReplicas", "maxRestarts")
                                        if isinstance(elastic.get(k), (int, str))}
                 if "minReplicas" in elastic:
-                    wl.min_nodes, wl.min_at = as_int(elastic.get("minReplicas")), spec + ("elasticPolicy", "minReplicas")
+                    wl.min_nodes = as_int(elastic.get("minReplicas"))
+                    wl.min_at = spec + ("elasticPolicy", "minReplicas")
             out.append(wl)
     return out
 
