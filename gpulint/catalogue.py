@@ -100,7 +100,7 @@ def _data_text(name: str) -> str | None:
         return None
 
 
-def _parse_yaml(text: str) -> Any:
+def parse_data_yaml(text: str) -> Any:
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -120,7 +120,7 @@ def load_bundled_yaml() -> dict:
     text = _data_text(_YAML_NAME)
     if text is None:
         raise CatalogueError(f"bundled catalogue {_YAML_NAME} is missing from the package")
-    return _parse_yaml(text)
+    return parse_data_yaml(text)
 
 
 @lru_cache(maxsize=1)

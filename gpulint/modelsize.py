@@ -29,10 +29,10 @@ class ModelSize:
 @lru_cache(maxsize=1)
 def known_models() -> tuple[Mapping[str, Any], ...]:
     """The bundled table of well-known models (loaded on first use)."""
-    from gpulint.catalogue import _parse_yaml  # same safe, date-free loader as the catalogue
+    from gpulint.catalogue import parse_data_yaml  # same safe, date-free loader as the catalogue
 
     text = resources.files("gpulint").joinpath("data", "models.yaml").read_text("utf-8")
-    return tuple(_parse_yaml(text)["models"])
+    return tuple(parse_data_yaml(text)["models"])
 
 
 def _names(entry: Mapping) -> Iterable[str]:
