@@ -359,15 +359,14 @@ class _Ctx:
                 value = _eval(attr.node)
                 if value is _UNKNOWN:
                     continue
-                if not _is_ref(value):
-                    self.known[f"local.{name}"] = value
+                self.known[f"local.{name}"] = value
                 self.emit("tf.local", {"name": name, "value": value}, attr.line, attr.column, f"local.{name}")
 
     def get(self, view: _View | None, name: str) -> _Val | None:
         if view is None or name not in view.attrs:
             return None
         attr = view.attrs[name]
-        value = _eval(attr.node)
+        value = original = _eval(attr.node)
         resolved = None
         for _ in range(8):  # local.a = var.b chains, bounded against cycles
             if _is_ref(value) and value["ref"] in self.known:
@@ -375,6 +374,8 @@ class _Ctx:
                 value = self.known[value["ref"]]
             else:
                 break
+        if _is_ref(value):  # the chain ends outside this file: the linker follows it from the start
+            value, resolved = original, None
         return _Val(_plain(value), attr.line, attr.column, view.key(name), resolved)
 
     def emit(self, kind, value, line, column, key="", target="", attrs=None):
