@@ -166,7 +166,8 @@ def _vertex_job(sink: FactSink, data: dict, pools_at: tuple) -> None:
     # gcloud's --config also takes a single pool as a mapping
     indexed = [(pools_at + (i,), p) for i, p in enumerate(pools)] if isinstance(pools, list) else [(pools_at, pools)]
     indexed = [(p, as_dict(spec)) for p, spec in indexed]
-    replicas = [as_int(_pick(spec, "replicaCount")[1] or 1) if spec else 0 for _, spec in indexed]
+    replicas = [(as_int(_pick(spec, "replicaCount")[1]) if _pick(spec, "replicaCount")[0] else 1) if spec else 0
+                for _, spec in indexed]
     # pools 0 (chief) and 1 (workers) form one training world
     world = None if None in replicas[:2] else sum(replicas[:2])
 
