@@ -522,3 +522,27 @@ def test_deeply_nested_input_is_a_read_error_or_facts():
         read(text, "deep.tf")
     except ReadError:
         pass
+
+
+def test_env_from_ecs_heredoc_template_with_interpolations():
+    facts = snippet('''resource "aws_ecs_task_definition" "t" {
+  family = "train"
+  container_definitions = <<DEFS
+[
+  {
+    "name": "trainer",
+    "image": "${aws_ecr_repository.train.repository_url}:latest",
+    "cpu": ${var.cpu},
+    "environment": [
+      {"name": "NCCL_SOCKET_IFNAME", "value": "^lo,docker"},
+      {"name": "RUN_ID", "value": "${var.run_id}"}
+    ]
+  }
+]
+DEFS
+}
+''')
+    env = [(f.value, f.loc.line) for f in facts if f.kind == "env"]
+    assert env == [({"name": "NCCL_SOCKET_IFNAME", "value": "^lo,docker"}, 10),
+                   ({"name": "RUN_ID", "value": None}, 11)]
+    assert targets(facts) == set()  # a task definition is not compute

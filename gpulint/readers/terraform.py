@@ -1016,6 +1016,8 @@ def _env_from_container(ctx: _Ctx, address: str, view: _View, name: str):
                          attrs={"resource": address})
         return
     text = _eval(node)
+    if text is _UNKNOWN and isinstance(node, HeredocTemplateRule):
+        text = _json_template(node.serialize(_OPTS))
     if not isinstance(text, str):
         return
     try:
@@ -1031,9 +1033,24 @@ def _env_from_container(ctx: _Ctx, address: str, view: _View, name: str):
                  1 if len(lines) > 1 else attr.column, key=env_name, attrs={"resource": address})
 
 
+_EXPR_MARK = "\u0000tf-expr\u0000"
+
+
+def _json_template(body) -> str | None:
+    """A heredoc JSON template with ``${...}`` made parseable: an interpolated value becomes unknown."""
+    if not isinstance(body, str) or "%{" in body.replace("%%{", ""):
+        return None
+    in_json = json.dumps(_EXPR_MARK)[1:-1]  # decodes back to _EXPR_MARK inside a JSON string
+    body = re.sub(r"(?<!\$)\$\{[^{}]*\}", lambda _m: in_json, body)
+    mark = re.escape(in_json)
+    return re.sub(r"(:\s*)" + mark + r"(?=\s*[,}\]])", r"\1null", body)  # a bare ${...} value
+
+
 def _env_pair(obj: dict):
     name, value = obj.get("name"), obj.get("value")
-    if isinstance(name, str) and name:
+    if isinstance(name, str) and name and _EXPR_MARK not in name:
+        if isinstance(value, str) and _EXPR_MARK in value:
+            value = None
         return name, value if isinstance(value, (str, int, float, bool)) or value is None else None
     return None
 
