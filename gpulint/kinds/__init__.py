@@ -1,0 +1,91 @@
+"""The built-in file kinds and fact extractors, registered as a plugin.
+
+This module is announced in the ``gpulint`` entry-point group like any
+outside plugin; readers of infrastructure files are imported only when a file
+of their kind is met.
+"""
+from __future__ import annotations
+
+import importlib
+
+from gpulint.hookspecs import hookimpl
+from gpulint.kinds.base import Extractor, FileKind
+from gpulint.kinds.parsers import parse_json, parse_notebook, parse_python, parse_text, parse_toml, parse_yaml
+from gpulint.model import Fact
+from gpulint.sources import Source
+
+
+@hookimpl
+def gpulint_file_kinds():
+    return [
+        FileKind("python", ("*.py", "*.pyw"), parse_python, shebang=("python",)),
+        FileKind("notebook", ("*.ipynb",), parse_notebook),
+        FileKind("yaml", ("*.yaml", "*.yml"), parse_yaml),
+        FileKind("json", ("*.json",), parse_json, comment=()),
+        FileKind("toml", ("*.toml",), parse_toml),
+        FileKind("terraform", ("*.tf",), parse_text("terraform"), comment=("#", "//")),
+        FileKind("shell", ("*.sh", "*.bash", "*.slurm", "*.sbatch", "*.zsh"), parse_text("shell"), shebang=("sh", "bash", "zsh")),
+        FileKind("dockerfile", ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"), parse_text("dockerfile"), priority=1),
+        FileKind("makefile", ("Makefile", "makefile", "GNUmakefile", "*.mk"), parse_text("makefile")),
+    ]
+
+
+def _lazy(module: str, func: str, *, docs: bool = False):
+    """Import a reader on first use, so a scan without such files never pays for it."""
+
+    def run(source: Source) -> list[Fact]:
+        reader = getattr(importlib.import_module(module), func)
+        return reader(source.tree, source.path) if docs else reader(source.text, source.path)
+
+    return run
+
+
+
+def _yaml_infra(source: Source) -> list[Fact]:
+    docs = source.tree or []
+    out: list[Fact] = []
+    k8s = importlib.import_module("gpulint.readers.kubernetes")
+    k8s_docs = [d for d in docs if k8s.looks_like_kubernetes(d)]
+    if k8s_docs:
+        out += k8s.read_kubernetes(k8s_docs, source.path)
+    rest = [d for d in docs if d not in k8s_docs]
+    if rest:
+        sky = importlib.import_module("gpulint.readers.skypilot")
+        sky_docs = [d for d in rest if sky.looks_like_skypilot(d)]
+        if sky_docs:
+            out += sky.read_skypilot(sky_docs, source.path)
+        cloud = importlib.import_module("gpulint.readers.cloudml")
+        az = [d for d in rest if cloud.looks_like_azureml(d)]
+        if az:
+            out += cloud.read_azureml(az, source.path)
+        vx = [d for d in rest if cloud.looks_like_vertex(d)]
+        if vx:
+            out += cloud.read_vertex(vx, source.path)
+    return out
+
+
+def _python(source: Source) -> list[Fact]:
+    from gpulint.kinds.python_facts import python_facts
+
+    return python_facts(source)
+
+
+def _configs(source: Source) -> list[Fact]:
+    from gpulint.kinds.config_facts import config_facts
+
+    return config_facts(source)
+
+
+@hookimpl
+def gpulint_fact_extractors():
+    from gpulint.kinds.python_facts import ML_WORDS
+
+    return [
+        Extractor("python", ("python", "notebook"), _python, needs=ML_WORDS),
+        Extractor("configs", ("yaml", "json"), _configs),
+        Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:")),
+        Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
+        Extractor("shell", ("shell",), _lazy("gpulint.readers.shell", "read_shell")),
+        Extractor("dockerfile", ("dockerfile",), _lazy("gpulint.readers.dockerfile", "read_dockerfile")),
+        Extractor("makefile", ("makefile",), _lazy("gpulint.readers.makefile", "read_makefile")),
+    ]

@@ -69,9 +69,10 @@ def split_command_line(line: str) -> tuple[dict, list[str]]:
     last resort the line is split on whitespace, so this never raises.
     """
     words: list[str] | None = None
+    line = _strip_comment(line)
     for attempt in (line, line + '"', line + "'"):
         try:
-            words = shlex.split(attempt, comments=True, posix=True)
+            words = shlex.split(attempt, posix=True)
             break
         except ValueError:
             continue
@@ -86,6 +87,27 @@ def split_command_line(line: str) -> tuple[dict, list[str]]:
         env[m.group(1)] = m.group(2)
         i += 1
     return env, words[i:]
+
+
+def _strip_comment(line: str) -> str:
+    """Cut a `#` comment; `#` inside a word (`nvcr.io#nvidia/pytorch`) or quotes is kept."""
+    quote = None
+    k = 0
+    while k < len(line):
+        c = line[k]
+        if quote:
+            if c == "\\" and quote == '"':
+                k += 1
+            elif c == quote:
+                quote = None
+        elif c == "\\":
+            k += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (k == 0 or line[k - 1].isspace()):
+            return line[:k]
+        k += 1
+    return line
 
 
 def parse_command(argv: list[str]) -> dict | None:

@@ -356,6 +356,7 @@ _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 
 @dataclass
 class _Frame:
+    kind: str = ""  # the opening word: if, for, case, {, ( ...
     before: dict = field(default_factory=dict)
     changed: set = field(default_factory=set)
 
@@ -383,7 +384,7 @@ class ShellScanner:
         for tok in _Lexer(text, line, column).tokens():
             if tok.kind == "op":
                 if tok.text == "(" and not cmd:
-                    self._push()
+                    self._push("(")
                     continue
                 if tok.text == "(" and cmd:
                     cmd = []  # `name() {`: a function definition; its body follows
@@ -395,8 +396,8 @@ class ShellScanner:
                 if cmd:
                     self._statement(cmd)
                 cmd = []
-                if tok.text == ")":
-                    self._pop()
+                if tok.text == ")" and self.stack and self.stack[-1].kind == "(":
+                    self._pop()  # end of a subshell; in `case`, `pat)` closes nothing
                 continue
             if tok.kind == "redir":
                 skip_target = False
@@ -408,8 +409,8 @@ class ShellScanner:
         return self.facts[start:]
 
     # -- scopes
-    def _push(self):
-        self.stack.append(_Frame())
+    def _push(self, kind: str = ""):
+        self.stack.append(_Frame(kind))
 
     def _pop(self):
         if not self.stack:
@@ -451,7 +452,7 @@ class ShellScanner:
                 and not toks[0].parts[0][2]:
             word = toks[0].parts[0][1]
             if word in _BLOCK_OPEN:
-                self._push()
+                self._push(word)
                 if word in ("for", "select"):
                     if len(toks) > 1 and _NAME.match(toks[1].text):
                         self._set(toks[1].text, UNKNOWN)

@@ -1,0 +1,203 @@
+"""Finding, reading and validating the user's configuration.
+
+Looked up upward from the scanned path: ``pyproject.toml`` with a
+``[tool.gpulint]`` table, ``.gpulint.toml`` or ``.gpulint.yaml`` (the first
+directory that has one wins; within a directory, the dedicated files win over
+pyproject.toml). Every problem names the file, the key and what is wrong.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpulint.model import Severity
+
+CONFIG_FILES = (".gpulint.toml", ".gpulint.yaml", ".gpulint.yml", "pyproject.toml")
+
+
+class ConfigError(Exception):
+    """A configuration the scan cannot run with (exit code 2)."""
+
+
+def _toml():
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib
+
+
+@dataclass
+class Config:
+    path: Path | None = None  # the file it came from
+    root: Path | None = None  # directory globs are relative to
+    select: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    fail_on: Severity = Severity.WARNING
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    severity: dict[str, Severity] = field(default_factory=dict)
+    rule_options: dict[str, dict] = field(default_factory=dict)
+    baseline: str | None = None
+    max_file_size_kb: int = 2048
+    pricing: dict = field(default_factory=dict)
+    instances: list[dict] = field(default_factory=list)
+    models: dict[str, float] = field(default_factory=dict)
+    workloads: list[dict] = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return str(self.path) if self.path else "defaults"
+
+
+@lru_cache(maxsize=1)
+def config_schema() -> dict:
+    return json.loads(resources.files("gpulint").joinpath("schemas/config.schema.json").read_text(encoding="utf-8"))
+
+
+def find_config(start: Path) -> Path | None:
+    start = start.resolve()
+    here = start if start.is_dir() else start.parent
+    for d in (here, *here.parents):
+        for name in CONFIG_FILES:
+            candidate = d / name
+            if candidate.is_file():
+                if name == "pyproject.toml" and not _has_tool_table(candidate):
+                    continue
+                return candidate
+    return None
+
+
+def _has_tool_table(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "gpulint" not in text:
+        return False
+    try:
+        return "gpulint" in _toml().loads(text).get("tool", {})
+    except Exception:
+        return True  # let load_config report the syntax error
+
+
+def read_table(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
+        data = data or {}
+        if isinstance(data, dict) and "gpulint" in data and len(data) == 1:
+            data = data["gpulint"]
+    else:
+        try:
+            data = _toml().loads(text)
+        except Exception as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        if path.name == "pyproject.toml":
+            data = data.get("tool", {}).get("gpulint", {})
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the configuration must be a table/mapping, not {type(data).__name__}")
+    return data
+
+
+def validate(data: dict, where: str, rule_options: dict[str, dict] | None = None) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(config_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError("\n".join(_explain(where, e) for e in errors[:10]))
+    for code, opts in (data.get("rules") or {}).items():
+        schema = (rule_options or {}).get(code)
+        if schema is None:
+            continue  # unknown codes are reported by the caller, which knows the rules
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(opts):
+            raise ConfigError(_explain(where, e, prefix=["rules", code]))
+
+
+def _explain(where: str, err, prefix: list | None = None) -> str:
+    path = [*(prefix or []), *map(str, err.absolute_path)]
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        key = ".".join(path + extra[:1])
+        return f"{where}: unknown key '{key}'" + (f" (known keys: {', '.join(sorted(err.schema.get('properties', {})))})" if not path else "")
+    key = ".".join(path) or "(top level)"
+    message = err.message
+    if err.validator == "pattern":
+        message = f"{err.instance!r} is not a rule code or family prefix (like AMP001 or AMP)"
+    elif err.validator == "enum":
+        message = f"{err.instance!r} is not one of {', '.join(map(repr, err.validator_value))}"
+    return f"{where}: key '{key}': {message}"
+
+
+def load_config(explicit: Path | None, start: Path) -> Config:
+    path = explicit if explicit is not None else find_config(start)
+    if path is None:
+        return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
+    if not path.is_file():
+        raise ConfigError(f"{path}: configuration file not found")
+    data = read_table(path)
+    where = str(path) + (" [tool.gpulint]" if path.name == "pyproject.toml" else "")
+    validate(data, where)
+    return from_dict(data, path)
+
+
+def from_dict(data: dict, path: Path | None) -> Config:
+    return Config(
+        path=path,
+        root=path.parent.resolve() if path else None,
+        select=list(data.get("select", [])),
+        extend_select=list(data.get("extend-select", [])),
+        ignore=list(data.get("ignore", [])),
+        fail_on=Severity(data.get("fail-on", "warning")),
+        exclude=list(data.get("exclude", [])) + list(data.get("extend-exclude", [])),
+        per_file_ignores={k: list(v) for k, v in (data.get("per-file-ignores") or {}).items()},
+        severity={k: Severity(v) for k, v in (data.get("severity") or {}).items()},
+        rule_options=dict(data.get("rules") or {}),
+        baseline=data.get("baseline"),
+        max_file_size_kb=int(data.get("max-file-size-kb", 2048)),
+        pricing=dict(data.get("pricing") or {}),
+        instances=list(data.get("instances") or []),
+        models=dict(data.get("models") or {}),
+        workloads=list(data.get("workloads") or []),
+        raw=data,
+    )
+
+
+def matches(code: str, patterns: list[str]) -> int:
+    """Length of the longest pattern (code or family prefix) that selects `code`; 0 = none.
+    The more specific pattern wins between select and ignore, as in ruff."""
+    best = 0
+    for p in patterns:
+        if p == "ALL":
+            best = max(best, 1)
+        elif code.startswith(p):
+            best = max(best, len(p) + 1)
+    return best
+
+
+def is_enabled(code: str, default_enabled: bool, cfg: Config, cli_select: list[str] | None, cli_ignore: list[str] | None) -> bool:
+    select = cli_select if cli_select else (cfg.select or [])
+    extend = cfg.extend_select
+    ignore = list(cfg.ignore) + list(cli_ignore or [])
+    if code.startswith("SYS") and code in ("SYS001", "SYS002") and not matches(code, ignore):
+        return True
+    s = matches(code, select) if select else (1 if default_enabled else 0)
+    s = max(s, matches(code, extend))
+    if s == 0:
+        return False
+    i = matches(code, ignore)
+    return i == 0 or s > i  # the more specific pattern wins; a tie goes to ignore

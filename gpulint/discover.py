@@ -1,0 +1,120 @@
+"""Which files to scan, and of what kind.
+
+Inside a git work tree the file list comes from git itself (tracked plus
+untracked-but-not-ignored), which honours every .gitignore, .git/info/exclude
+and the global excludes exactly. Elsewhere the tree is walked. Virtualenvs,
+node_modules, build output and VCS folders are always skipped, and the
+configuration's ``exclude`` globs apply on top.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+SKIP_DIRS = {
+    ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs", "site-packages", ".terraform", ".ipynb_checkpoints",
+    ".idea", ".vscode", "wandb", "mlruns", "lightning_logs",
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rel: str  # posix path relative to the scan root
+    abs: Path
+    kind: str
+
+
+def _skip_dir(name: str, path: Path) -> bool:
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        # a folder named env/venv that is not a virtualenv may be real code
+        if name in ("env", ".env") and not (path / "pyvenv.cfg").exists():
+            return False
+        return True
+    return (path / "pyvenv.cfg").exists()
+
+
+def git_files(root: Path) -> list[str] | None:
+    """Files git would track under root (relative posix), or None outside a work tree."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    return sorted(set(names))
+
+
+def walk_files(root: Path) -> list[str]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, here / d) and not (here / d).is_symlink())
+        for f in filenames:
+            p = here / f
+            if p.is_symlink() and not p.resolve().is_relative_to(root.resolve()):
+                continue
+            out.append(p.relative_to(root).as_posix())
+    return sorted(out)
+
+
+class Classifier:
+    def __init__(self, kinds):
+        self.kinds = sorted(kinds, key=lambda k: -k.priority)
+
+    def kind_of(self, path: Path) -> str | None:
+        name = path.name
+        for k in self.kinds:
+            if k.claims(name):
+                return k.name
+        if "." not in name and any(k.shebang for k in self.kinds):
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(128)
+            except OSError:
+                return None
+            if head.startswith(b"#!"):
+                first = head.split(b"\n", 1)[0].decode("latin-1")
+                interp = first.rsplit("/", 1)[-1].split()
+                words = interp[1:] if interp and interp[0] == "env" else interp[:1]
+                for k in self.kinds:
+                    if any(w.startswith(s) for w in words for s in k.shebang):
+                        return k.name
+        return None
+
+
+def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_base: Path | None = None) -> list[Candidate]:
+    root = root.resolve()
+    names = git_files(root)
+    if names is None:
+        names = walk_files(root)
+    else:
+        always = SKIP_DIRS - {"env", ".env"}
+        names = [n for n in names if not any(part in always or part.endswith(".egg-info") for part in PurePosixPath(n).parts[:-1])]
+    spec = pathspec.PathSpec.from_lines("gitwildmatch", exclude) if exclude else None
+    base = (exclude_base or root).resolve()
+    out = []
+    for rel in names:
+        p = root / rel
+        if spec is not None:
+            try:
+                rel_to_cfg = p.relative_to(base).as_posix()
+            except ValueError:
+                rel_to_cfg = rel
+            if spec.match_file(rel_to_cfg):
+                continue
+        if not p.is_file():
+            continue
+        kind = classifier.kind_of(p)
+        if kind:
+            out.append(Candidate(rel, p, kind))
+    return out

@@ -1,0 +1,382 @@
+"""The scan: discover -> parse once -> facts -> workloads -> rules -> findings.
+
+``analyze_file`` is the per-file unit of work: file text and configuration in,
+facts, file-level findings and suppression directives out, as plain picklable
+records (what a content-hash cache or a worker pool needs). Everything that
+looks across files happens after it, in ``Scanner.scan``.
+"""
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import pathspec
+
+from gpulint import baseline as bl
+from gpulint.config import Config, is_enabled
+from gpulint.context import FileContext, WorkloadContext
+from gpulint.discover import Candidate, Classifier, discover
+from gpulint.model import Fact, Finding, Location, Related, Severity
+from gpulint.plugins import PluginHost, Registry, format_traceback
+from gpulint.result import ScanResult
+from gpulint.rule import Rule
+from gpulint.sources import ParseError, Source
+from gpulint.suppressions import Suppression, find_suppressions, is_suppressed
+from gpulint.workloads import CODE_KINDS, Repo, Workload, link
+
+
+class ScanError(Exception):
+    """The scan cannot be done as asked (exit code 2)."""
+
+
+# -- per file ----------------------------------------------------------------------------
+@dataclass
+class FileResult:
+    path: str
+    kind: str
+    facts: list[Fact] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    suppressions: list[tuple[int, int, bool, tuple[str, ...]]] = field(default_factory=list)
+    parsed: bool = False
+    skipped: str = ""  # why the file was not parsed (text gate, size)
+    errors: list[str] = field(default_factory=list)  # tracebacks for --verbose
+    source: Source | None = None  # kept in memory only (not part of the pure result)
+
+
+def sys_finding(code: str, name: str, loc: Location, message: str, guidance: str, symbol: str) -> Finding:
+    return Finding(code, name, Severity.ERROR if code in ("SYS001", "SYS002") else Severity.INFO, loc, message, guidance, symbol=symbol)
+
+
+def analyze_file(rel: str, text: str, kind: str, registry: Registry, config: Config, rules: list[Rule], force: bool = False) -> FileResult:
+    """Parse one file once and run every extractor and file-level rule on it."""
+    res = FileResult(rel, kind)
+    fk = next((k for k in registry.file_kinds if k.name == kind), None)
+    if fk is None:
+        return res
+    extractors = [e for e in registry.extractors if kind in e.kinds]
+    file_rules = [r for r in rules if kind in r.kinds]
+    if kind in CODE_KINDS and not force:
+        # text gate: code that mentions no ML framework cannot hold a fact or a finding
+        needs = {n for e in extractors for n in e.needs} | {n for r in file_rules for n in r.requires_text}
+        if needs and not any(n in text for n in needs):
+            res.skipped = "no ML framework mentioned"
+            res.suppressions = find_suppressions(text, fk.comment, python=kind == "python")
+            return res
+    try:
+        source = fk.parse(text, rel)
+    except ParseError as exc:
+        res.findings.append(sys_finding("SYS001", "parse-error", Location(rel, exc.line, exc.column), f"{rel} could not be parsed: {exc.message}",
+                                        "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete.",
+                                        symbol="parse"))
+        res.suppressions = find_suppressions(text, fk.comment, python=False)
+        return res
+    res.parsed = True
+    res.source = source
+    res.suppressions = find_suppressions(source.text if kind != "notebook" else text, fk.comment, python=kind == "python")
+    if kind == "notebook":
+        res.suppressions = _notebook_suppressions(source)
+    for ex in extractors:
+        if not ex.wants(source):
+            continue
+        try:
+            res.facts += ex.extract(source)
+        except ParseError as exc:
+            res.findings.append(sys_finding("SYS001", "parse-error", source.loc(exc.line, exc.column), f"{rel} could not be parsed: {exc.message}",
+                                            "Fix the syntax error; until then gpulint cannot check this file.", symbol="parse"))
+        except Exception as exc:
+            if type(exc).__name__ == "ReadError":
+                line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
+                msg = getattr(exc, "message", None) or str(exc)
+                res.findings.append(sys_finding("SYS001", "parse-error", source.loc(line, col), f"{rel} could not be parsed: {msg}",
+                                                "Fix the syntax error; until then gpulint cannot check this file.", symbol="parse"))
+            else:
+                res.findings.append(sys_finding("SYS002", "rule-error", source.loc(1, 1),
+                                                f"fact extractor '{ex.name}' failed on {rel}: {type(exc).__name__}: {exc}"[:300],
+                                                "This is a bug in gpulint or a plugin; run with --verbose for the traceback and report it.",
+                                                symbol=f"extractor:{ex.name}"))
+                res.errors.append(format_traceback(exc))
+    ctx = FileContext(config, source)
+    for rule in file_rules:
+        if rule.requires_text and not any(n in text for n in rule.requires_text):
+            continue
+        try:
+            res.findings += list(rule.check_file(source, ctx) or ())
+        except Exception as exc:
+            res.findings.append(rule_error(rule, source.loc(1, 1), rel, exc))
+            res.errors.append(format_traceback(exc))
+    return res
+
+
+def _notebook_suppressions(source: Source):
+    out = []
+    for line, col, wide, codes in find_suppressions(source.text, ("#",), python=True):
+        out.append((source.loc(line, col).line, col, wide, codes))
+    return out
+
+
+def rule_error(rule: Rule, loc: Location, where: str, exc: BaseException) -> Finding:
+    return sys_finding("SYS002", "rule-error", loc, f"rule {rule.code} failed on {where}: {type(exc).__name__}: {exc}"[:300],
+                       "This is a bug in the rule; the other rules still ran. Run with --verbose for the traceback and report it.",
+                       symbol=f"rule:{rule.code}")
+
+
+# -- the whole scan ------------------------------------------------------------------------
+@dataclass
+class ScanRequest:
+    paths: list[Path]
+    select: list[str] | None = None
+    ignore: list[str] | None = None
+    baseline: Path | None = None
+    write_baseline: Path | None = None
+    stdin_filename: str | None = None
+    stdin_text: str | None = None
+    buffers: dict[str, str] = field(default_factory=dict)  # absolute path -> unsaved text (editors)
+    jobs: int = 1
+
+
+class Scanner:
+    def __init__(self, host: PluginHost, config: Config):
+        self.host = host
+        self.config = config
+
+    @property
+    def registry(self) -> Registry:
+        return self.host.registry
+
+    def rules(self, select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
+        out = []
+        for code, cls in sorted(self.registry.rules.items()):
+            if is_enabled(code, cls.default_enabled, self.config, select, ignore):
+                out.append(cls(self.config.rule_options.get(code)))
+        return out
+
+    def scan(self, req: ScanRequest) -> tuple[ScanResult, list[Workload]]:
+        root, report_only = self._root(req)
+        rules = self.rules(req.select, req.ignore)
+        classifier = Classifier(self.registry.file_kinds)
+        excludes = list(self.config.exclude)
+        cands = discover(root, classifier, excludes, self.config.root)
+        if req.stdin_filename:
+            rel = _rel(Path(req.stdin_filename), root)
+            kind = classifier.kind_of(Path(req.stdin_filename)) or ""
+            cands = [c for c in cands if c.rel != rel]
+            if kind:
+                cands.append(Candidate(rel, root / rel, kind))
+            report_only = {rel}
+        texts: dict[str, str] = {}
+        results: dict[str, FileResult] = {}
+        max_bytes = self.config.max_file_size_kb * 1024
+        errors: list[str] = []
+        # infrastructure and launchers first: they say which scripts must be parsed whatever their imports
+        order = sorted(cands, key=lambda c: (c.kind in CODE_KINDS, c.rel))
+        launched: set[str] = set()
+        for cand in order:
+            text, problem = self._read(cand, req, root, max_bytes)
+            if text is None:
+                if problem:
+                    results[cand.rel] = FileResult(cand.rel, cand.kind, findings=[sys_finding(
+                        "SYS001", "parse-error", Location(cand.rel, 1, 1), f"{cand.rel} could not be read: {problem}",
+                        "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")])
+                continue
+            texts[cand.rel] = text
+            force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
+            res = analyze_file(cand.rel, text, cand.kind, self.registry, self.config, rules, force=force)
+            results[cand.rel] = res
+            errors += res.errors
+            for f in res.facts:
+                if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
+                    launched.add(posixpath.basename(f.value["script"]))
+        repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands})
+        workloads = link(repo, self.config.workloads)
+        wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue))
+        _resolve_workloads(workloads, wctx)
+        findings: list[Finding] = [f for r in results.values() for f in r.findings]
+        for rule in rules:
+            if type(rule).check_workload is Rule.check_workload:
+                continue
+            for wl in workloads:
+                try:
+                    for f in rule.check_workload(wl, wctx) or ():
+                        findings.append(f if f.workload else f.with_(workload=wl.name))
+                except Exception as exc:
+                    findings.append(rule_error(rule, Location(wl.entrypoint, 1, 1), f"workload {wl.name}", exc).with_(workload=wl.name))
+                    errors.append(format_traceback(exc))
+        findings = self._post(findings, results, rules, report_only)
+        findings = bl.assign_fingerprints(findings)
+        if req.baseline:
+            known = bl.read_baseline(req.baseline)
+            findings = [f for f in findings if f.fingerprint not in known]
+        result = ScanResult(
+            root=str(req.paths[0]) if len(req.paths) == 1 and Path(req.paths[0]).is_dir() else str(root),
+            findings=sorted(findings, key=lambda f: f.sort_key()),
+            workloads=[workload_json(w) for w in workloads],
+            files_scanned=len(results),
+            rules=[self.registry.rules[c] for c in sorted(self.registry.rules)],
+            enabled={r.code for r in rules},
+            errors=errors,
+        )
+        if req.write_baseline:
+            bl.write_baseline(req.write_baseline, result.findings)
+        self.last_results = results
+        self.last_root = root
+        return result, workloads
+
+    # -- helpers --------------------------------------------------------------------------
+    def _root(self, req: ScanRequest) -> tuple[Path, set[str] | None]:
+        paths = [p.resolve() for p in req.paths]
+        for p in paths:
+            if not p.exists():
+                raise ScanError(f"{p}: no such file or directory")
+        if len(paths) == 1 and paths[0].is_dir() and not req.stdin_filename:
+            return paths[0], None
+        root = self._project_root(paths[0] if paths else Path.cwd())
+        report: set[str] = set()
+        for p in paths:
+            if not p.is_relative_to(root):
+                root = Path(_common(paths))
+                break
+        for p in paths:
+            rel = _rel(p, root)
+            if p.is_dir():
+                report |= {rel + "/"} if rel != "." else set()
+            else:
+                report.add(rel)
+        return root, (report or None)
+
+    def _project_root(self, start: Path) -> Path:
+        if self.config.root:
+            return self.config.root
+        here = start if start.is_dir() else start.parent
+        try:
+            top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=20)
+            if top.returncode == 0 and top.stdout.strip():
+                return Path(top.stdout.strip()).resolve()
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return Path.cwd().resolve() if here.is_relative_to(Path.cwd().resolve()) else here
+
+    def _read(self, cand: Candidate, req: ScanRequest, root: Path, max_bytes: int) -> tuple[str | None, str]:
+        if req.stdin_filename and cand.rel == _rel(Path(req.stdin_filename), root) and req.stdin_text is not None:
+            return req.stdin_text, ""
+        buf = req.buffers.get(str(cand.abs))
+        if buf is not None:
+            return buf, ""
+        try:
+            size = cand.abs.stat().st_size
+            if size > max_bytes:
+                return None, ""  # large data files are not configuration
+            data = cand.abs.read_bytes()
+        except OSError as exc:
+            return None, str(exc)
+        if b"\0" in data[:8192]:
+            return None, ""
+        try:
+            return data.decode("utf-8-sig"), ""
+        except UnicodeDecodeError as exc:
+            return None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+
+    def _post(self, findings: list[Finding], results: dict[str, FileResult], rules: list[Rule], report_only: set[str] | None) -> list[Finding]:
+        cfg = self.config
+        enabled = {r.code for r in rules}
+        out = []
+        spec_cache: dict[str, pathspec.PathSpec] = {}
+        sups: dict[str, list[Suppression]] = {}
+        for path, r in results.items():
+            sups[path] = [Suppression(l, c, w, codes, Location(path, l, c)) for (l, c, w, codes) in r.suppressions]
+        for f in findings:
+            if f.code not in enabled and f.code not in ("SYS001", "SYS002"):
+                continue
+            if f.code in cfg.severity:
+                f = f.with_(severity=cfg.severity[f.code])
+            if _per_file_ignored(f, cfg, spec_cache):
+                continue
+            s = is_suppressed(f.code, f.loc.line, sups.get(f.loc.path, []))
+            if s is not None:
+                s.used.add(f.code)
+                continue
+            out.append(f)
+        if "SYS004" in enabled:
+            known = set(self.registry.rules)
+            for path, entries in sups.items():
+                r = results[path]
+                if not r.parsed and not r.skipped:
+                    continue
+                for s in entries:
+                    out += _unused(s, enabled, known)
+        if report_only is not None:
+            out = [f for f in out if f.loc.path in report_only or any(f.loc.path.startswith(d) for d in report_only if d.endswith("/"))]
+        return out
+
+
+def _unused(s: Suppression, enabled: set[str], known: set[str]) -> list[Finding]:
+    from gpulint.model import Finding as F
+
+    guidance = "Remove the comment, or correct the code it names; an unused suppression hides nothing today and may hide a real finding tomorrow."
+    msgs = []
+    if not s.codes:
+        if not s.used:
+            msgs.append(("*", "suppression comment 'gpulint: ignore' suppresses nothing here"))
+    for code in s.codes:
+        if code in s.used or any(u.startswith(code) for u in s.used):
+            continue
+        if not any(k.startswith(code) for k in known):
+            msgs.append((code, f"suppression names unknown rule code {code}"))
+        elif any(k.startswith(code) for k in enabled):
+            msgs.append((code, f"suppression of {code} suppresses nothing: {code} does not fire {'in this file' if s.file_wide else 'on this line or the next'}"))
+    return [F("SYS004", "unused-suppression", Severity.INFO, s.loc, m, guidance, symbol=f"suppression:{c}") for c, m in msgs]
+
+
+def _per_file_ignored(f: Finding, cfg: Config, cache: dict) -> bool:
+    for glob, codes in cfg.per_file_ignores.items():
+        spec = cache.get(glob)
+        if spec is None:
+            spec = cache[glob] = pathspec.PathSpec.from_lines("gitwildmatch", [glob])
+        if (spec.match_file(f.loc.path) or fnmatch.fnmatch(f.loc.path, glob)) and any(f.code.startswith(c) or c == "ALL" for c in codes):
+            return True
+    return False
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _common(paths: Iterable[Path]) -> str:
+    import os
+
+    return os.path.commonpath([str(p if p.is_dir() else p.parent) for p in paths])
+
+
+def _resolve_workloads(workloads: list[Workload], ctx: WorkloadContext) -> None:
+    try:
+        from gpulint.resolve import resolve_workload
+    except ImportError:
+        return
+    for wl in workloads:
+        resolve_workload(wl, ctx)
+
+
+def workload_json(wl: Workload) -> dict:
+    compute = None
+    if wl.compute is not None:
+        compute = {"id": wl.compute.id, "facts": [f.to_json() for f in wl.compute.facts]}
+    compute = {**(compute or {}), **wl.resolved.get("compute", {})} if (compute or wl.resolved.get("compute")) else None
+    return {
+        "name": wl.name,
+        "entrypoint": wl.entrypoint,
+        "code_files": wl.code_files,
+        "launchers": [f.to_json() for f in wl.launchers],
+        "configs": wl.configs,
+        "compute": compute,
+        "facts": [f.to_json() for f in wl.facts if f.kind != "import"],
+        "env": [f.to_json() for f in wl.env],
+        "resolved": {k: v for k, v in wl.resolved.items() if k != "compute"},
+        "links": wl.reasons,
+        "unknown": wl.unknown,
+    }

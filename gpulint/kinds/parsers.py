@@ -1,0 +1,129 @@
+"""Parsers of the built-in file kinds: each parses once and returns a Source."""
+from __future__ import annotations
+
+import json
+import re
+
+from gpulint.sources import ParseError, Source
+from gpulint.yamlnodes import Doc, YamlError, load_documents
+
+
+def parse_python(text: str, path: str) -> Source:
+    import libcst as cst
+
+    try:
+        tree = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise ParseError(f"Python syntax error: {_first_line(exc.message)}", exc.raw_line, exc.raw_column + 1) from None
+    except (RecursionError, MemoryError):
+        raise ParseError("Python source too deeply nested to parse") from None
+    except Exception as exc:  # libcst raises a few other types on odd input
+        raise ParseError(f"Python source could not be parsed: {_first_line(str(exc))}") from None
+    return Source(path, "python", text, tree)
+
+
+_MAGIC = re.compile(r"^\s*([%!]|\?\w|\w+\?$)")
+
+
+def parse_notebook(text: str, path: str) -> Source:
+    """Code cells of a Jupyter notebook as one virtual module (imports made in
+    one cell are seen by the next). IPython magics and shell escapes are
+    blanked so they parse; locations map back to cell and line."""
+    import libcst as cst
+
+    try:
+        nb = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"notebook is not valid JSON: {_first_line(str(exc))}", getattr(exc, "lineno", 1) or 1, getattr(exc, "colno", 1) or 1) from None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ParseError("notebook has no cells list")
+    file_lines = _source_lines_in_file(text, len(cells))
+    parts: list[str] = []
+    mapping: list[tuple[int, int, int | None]] = []
+    line = 1
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        body = src.splitlines() or [""]
+        if body and body[0].lstrip().startswith("%%"):
+            body = ["pass" for _ in body]  # a cell magic: the cell is not Python
+        else:
+            body = [("pass" if _MAGIC.match(b) else b) for b in body]
+        mapping.append((i + 1, line, file_lines[i] if file_lines else None))
+        parts.append("\n".join(body))
+        line += len(body)
+    module = "\n".join(parts) + "\n"
+    source = Source(path, "notebook", module, None, cells=mapping)
+    try:
+        source.tree = cst.parse_module(module)
+    except cst.ParserSyntaxError as exc:
+        loc = source.loc(exc.raw_line, exc.raw_column + 1)
+        raise ParseError(f"Python syntax error in cell {loc.cell}: {_first_line(exc.message)}", loc.line, loc.column) from None
+    except Exception as exc:
+        raise ParseError(f"notebook code could not be parsed: {_first_line(str(exc))}") from None
+    return source
+
+
+_SOURCE_KEY = re.compile(r'^\s*"source"\s*:\s*(\[)?')
+
+
+def _source_lines_in_file(text: str, n_cells: int) -> list[int | None] | None:
+    """Line in the .ipynb of each cell's first source line, when the file is
+    laid out as Jupyter writes it (one JSON string per source line)."""
+    starts: list[int | None] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        m = _SOURCE_KEY.match(raw)
+        if m:
+            starts.append(lineno + 1 if m.group(1) and raw.rstrip().endswith("[") else lineno)
+    return starts if len(starts) == n_cells else None
+
+
+def parse_yaml(text: str, path: str) -> Source:
+    try:
+        docs = load_documents(text)
+    except YamlError as exc:
+        raise ParseError(f"YAML syntax error: {exc}", exc.line, exc.column) from None
+    return Source(path, "yaml", text, docs)
+
+
+def parse_json(text: str, path: str) -> Source:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1, getattr(exc, "colno", 1) or 1) from None
+    marks: dict = {}
+    if len(text) < 512_000:  # key positions for configs; big data files keep none
+        try:
+            docs = load_documents(text)
+            if docs:
+                marks = docs[0].marks
+        except YamlError:
+            marks = {}
+    return Source(path, "json", text, [Doc(data, marks)])
+
+
+def parse_toml(text: str, path: str) -> Source:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+), column (\d+)", str(exc))
+        raise ParseError(f"TOML syntax error: {_first_line(str(exc))}", int(m.group(1)) if m else 1, int(m.group(2)) if m else 1) from None
+    return Source(path, "toml", text, data)
+
+
+def parse_text(kind: str):
+    def parse(text: str, path: str) -> Source:
+        return Source(path, kind, text, None)
+
+    return parse
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else "invalid syntax"

@@ -1,0 +1,496 @@
+"""Facts about training code, read from the shared Python index.
+
+Matching is by resolved qualified name (``import torch as t`` does not fool
+it), never by substring. Values are followed through simple assignments,
+argparse defaults and dataclass defaults of the same file; what cannot be
+decided is recorded as unknown (None) so rules stay silent on it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from gpulint.model import Fact
+from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, PyIndex, build_index, dotted
+from gpulint.sources import Source
+
+#: cheap text gate: a Python file mentioning none of these cannot hold a fact
+ML_WORDS = (
+    "torch", "transformers", "accelerate", "lightning", "deepspeed", "keras", "tensorflow",
+    "jax", "flax", "sagemaker", "trl", "peft", "DataLoader",
+)
+
+AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
+            "torch.amp.autocast_mode.autocast"}
+GRAD_SCALER = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+               "torch.amp.grad_scaler.GradScaler"}
+HF_ARGS = {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments", "trl.SFTConfig", "trl.DPOConfig",
+           "trl.GRPOConfig", "trl.RewardConfig", "trl.ORPOConfig", "trl.KTOConfig", "trl.PPOConfig",
+           "transformers.training_args.TrainingArguments"}
+HF_TRAINERS = {"transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.GRPOTrainer",
+               "trl.RewardTrainer", "trl.ORPOTrainer", "trl.KTOTrainer", "trl.PPOTrainer"}
+LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer", "lightning.fabric.Fabric",
+                      "lightning.Fabric", "lightning_fabric.Fabric"}
+ACCELERATOR = {"accelerate.Accelerator"}
+DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+DATAPARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
+DDP = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"}
+FSDP = {"torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard"}
+FSDP_MP = {"torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.MixedPrecisionPolicy",
+           "torch.distributed._composable.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision"}
+INIT_PG = {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
+KERAS_POLICY = {"tensorflow.keras.mixed_precision.set_global_policy", "keras.mixed_precision.set_global_policy",
+                "tensorflow.keras.mixed_precision.experimental.set_policy", "keras.mixed_precision.experimental.set_policy",
+                "tf_keras.mixed_precision.set_global_policy"}
+DS_INIT = {"deepspeed.initialize"}
+TF32_FLAGS = {"torch.backends.cuda.matmul.allow_tf32": "matmul", "torch.backends.cudnn.allow_tf32": "cudnn"}
+TF32_PRECISION = {"torch.backends.cuda.matmul.fp32_precision", "torch.backends.fp32_precision",
+                  "torch.backends.cudnn.conv.fp32_precision"}
+INFERENCE_CTX = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+PIPELINE = {"transformers.pipeline"}
+SAGEMAKER_ESTIMATORS = {
+    "sagemaker.estimator.Estimator", "sagemaker.Estimator", "sagemaker.pytorch.PyTorch", "sagemaker.pytorch.estimator.PyTorch",
+    "sagemaker.huggingface.HuggingFace", "sagemaker.huggingface.estimator.HuggingFace", "sagemaker.tensorflow.TensorFlow",
+    "sagemaker.estimator.Framework", "sagemaker.jumpstart.estimator.JumpStartEstimator",
+}
+
+
+def _norm(v: Any) -> Any:
+    return None if v is UNKNOWN else v
+
+
+class _Facts:
+    def __init__(self, source: Source, ix: PyIndex):
+        self.src = source
+        self.ix = ix
+        self.ev = Evaluator(ix)
+        self.out: list[Fact] = []
+
+    def add(self, kind: str, value: Any, node: cst.CSTNode, key: str = "", **attrs: Any) -> None:
+        self.out.append(Fact(kind, value, self.src.node_loc(node), key, "", attrs))
+
+    def val(self, call: Call, kw: str | None = None, pos: int | None = None) -> Any:
+        node = call.kwarg(kw) if kw else None
+        if node is None and pos is not None:
+            node = call.positional(pos)
+        if node is None:
+            return UNKNOWN
+        return self.ev.value(node, call.scope)
+
+    def present(self, call: Call, kw: str) -> bool:
+        return call.kwarg(kw) is not None
+
+
+def python_facts(source: Source) -> list[Fact]:
+    if source.tree is None:
+        return []
+    ix = source._index or build_index(source.tree)
+    source._index = ix
+    f = _Facts(source, ix)
+    _training(f)
+    _precision(f)
+    _tf32(f)
+    _dataloaders(f)
+    _distributed(f)
+    _checkpoints(f)
+    _models(f)
+    _sagemaker(f)
+    _local_imports(f)
+    return f.out
+
+
+# -- does it train, on what --------------------------------------------------------------
+def _training(f: _Facts) -> None:
+    ix = f.ix
+    backward = [c for c in ix.method_calls("backward")]
+    steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
+    if backward and steps:
+        f.add("trains", {"via": "loop"}, backward[0].node, "backward")
+    for c in ix.calls:
+        q = c.qualname or ""
+        if q.endswith("().train") and q[: -len("().train")] in HF_TRAINERS:
+            f.add("trains", {"via": "hf_trainer"}, c.node, q)
+        elif q.endswith("().fit") and q[: -len("().fit")] in LIGHTNING_TRAINERS:
+            f.add("trains", {"via": "lightning"}, c.node, q)
+        elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | {"lightning.fabric.Fabric", "lightning.Fabric"}:
+            f.add("trains", {"via": "accelerate"}, c.node, q)
+        elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and not q:
+            f.add("trains", {"via": "keras"}, c.node, "fit")
+    for c in ix.calls_to(*DS_INIT):
+        if any(x.attr == "backward" for x in ix.calls):
+            f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize")
+    # GPU use: explicit device strings, .cuda(), or frameworks that take the GPU when one exists
+    for c in ix.calls:
+        q = c.qualname or ""
+        if c.attr == "cuda" and c.receiver and not q.startswith("torch.cuda"):
+            f.add("uses_gpu", {"via": ".cuda()"}, c.node, "cuda")
+            break
+    for c in ix.calls:
+        if c.attr in ("to", "device") or c.qualname == "torch.device":
+            first = f.val(c, None, 0) if c.positional(0) is not None else f.val(c, "device")
+            if isinstance(first, str) and first.startswith("cuda"):
+                f.add("uses_gpu", {"via": "device"}, c.node, "cuda")
+                break
+    for c in ix.calls:
+        q = c.qualname or ""
+        if q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device"):
+            f.add("uses_gpu", {"via": q}, c.node, q)
+            break
+    gpu_frameworks = HF_TRAINERS | ACCELERATOR | DS_INIT
+    for c in ix.calls:
+        if c.qualname in gpu_frameworks:
+            f.add("uses_gpu", {"via": c.qualname}, c.node, c.qualname)
+            break
+    for c in ix.calls:
+        if c.qualname in LIGHTNING_TRAINERS:
+            acc = f.val(c, "accelerator")
+            if acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
+                f.add("uses_gpu", {"via": "lightning"}, c.node, c.qualname)
+            elif acc == "cpu":
+                f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
+    for c in ix.calls_to(*INFERENCE_CTX):
+        if c.in_with or c.decorator:
+            f.add("inference", {"via": c.qualname.split(".")[-1]}, c.node, c.qualname)
+    for c in ix.calls_to(*PIPELINE):
+        f.add("inference", {"via": "pipeline"}, c.node, c.qualname)
+    for c in ix.method_calls("generate"):
+        f.add("inference", {"via": "generate"}, c.node, "generate")
+        break
+
+
+# -- precision ---------------------------------------------------------------------------
+def _dtype(v: Any) -> Any:
+    if isinstance(v, str):
+        return DTYPE_STRINGS.get(v.lower(), v.lower())
+    return v
+
+
+def _precision(f: _Facts) -> None:
+    ix = f.ix
+    for c in ix.calls_to(*AUTOCAST):
+        if c.qualname == "torch.cpu.amp.autocast":
+            continue
+        device = f.val(c, "device_type", 0)
+        if c.qualname == "torch.cuda.amp.autocast":
+            device = "cuda"
+            dtype = f.val(c, "dtype", 1)
+            enabled = f.val(c, "enabled", 0)
+        else:
+            dtype = f.val(c, "dtype", 1)
+            enabled = f.val(c, "enabled", 2)
+        if device is not UNKNOWN and device not in ("cuda", "xpu", "mps"):
+            continue  # CPU autocast says nothing about the GPU
+        if not f.present(c, "dtype") and c.positional(1) is None:
+            dtype = "fp16"  # torch default for cuda autocast
+        f.add("precision", {"mechanism": "autocast", "dtype": _norm(_dtype(dtype)), "enabled": True if enabled is UNKNOWN and not _has_enabled(c) else _norm(enabled)},
+              c.node, c.qualname, in_with=c.in_with, scope=c.scope)
+    for c in ix.calls_to(*GRAD_SCALER):
+        f.add("grad_scaler", {"enabled": _norm(f.val(c, "enabled")) if f.present(c, "enabled") else True}, c.node, c.qualname)
+    for c in ix.calls_to(*HF_ARGS):
+        _hf_args(f, c)
+    for c in ix.calls_to("transformers.HfArgumentParser"):
+        # TrainingArguments parsed from the command line (or a JSON file the launcher passes)
+        f.add("precision", {"mechanism": "hf_cli", "dtype": None,
+                            "enabled": {"bf16": {"cli_arg": "--bf16", "default": False}, "fp16": {"cli_arg": "--fp16", "default": False}}},
+              c.node, c.qualname)
+    for c in ix.calls_to(*ACCELERATOR):
+        if f.present(c, "mixed_precision"):
+            mp = f.val(c, "mixed_precision")
+            f.add("precision", {"mechanism": "accelerate", "dtype": _norm(_dtype(mp)) if not isinstance(mp, dict) else mp,
+                                "enabled": None if mp is UNKNOWN or isinstance(mp, dict) else (mp not in ("no", None))},
+                  c.node, "mixed_precision")
+        else:
+            # Accelerator() without the argument takes the accelerate config / launch flag
+            f.add("precision", {"mechanism": "accelerate", "dtype": None, "enabled": None, "from_launcher": True}, c.node, "mixed_precision")
+    for c in ix.calls:
+        if c.qualname in LIGHTNING_TRAINERS:
+            if f.present(c, "precision"):
+                p = f.val(c, "precision")
+                f.add("precision", _lightning_precision(p), c.node, "precision")
+            else:
+                f.add("precision", {"mechanism": "lightning", "dtype": "fp32", "enabled": False, "default": True}, c.node, "precision")
+    for c in ix.calls_to(*FSDP_MP):
+        dt = f.val(c, "param_dtype")
+        f.add("precision", {"mechanism": "fsdp", "dtype": _norm(_dtype(dt)), "enabled": True if dt not in (UNKNOWN, "fp32") else _norm(dt != "fp32" if dt is not UNKNOWN else UNKNOWN)},
+              c.node, c.qualname)
+    for c in ix.calls_to(*KERAS_POLICY):
+        pol = f.val(c, "policy", 0)
+        enabled = None if pol is UNKNOWN else ("mixed" in str(pol))
+        dtype = None if pol is UNKNOWN else ("bf16" if "bfloat16" in str(pol) else "fp16" if "float16" in str(pol) else "fp32")
+        f.add("precision", {"mechanism": "keras", "dtype": dtype, "enabled": enabled}, c.node, c.qualname)
+    for c in ix.calls_to(*DS_INIT):
+        cfg = c.kwarg("config") or c.kwarg("config_params")
+        val = f.ev.value(cfg, c.scope) if cfg is not None else UNKNOWN
+        if isinstance(val, dict):
+            _deepspeed_dict(f, val, c.node)
+        elif isinstance(val, str):
+            f.add("config_ref", {"kind": "deepspeed", "path": val}, c.node, "config")
+        else:
+            f.add("precision", {"mechanism": "deepspeed", "dtype": None, "enabled": None, "from_config": True}, c.node, "deepspeed.initialize")
+    # model cast: model.half() / model.to(torch.bfloat16) / from_pretrained(torch_dtype=...)
+    for c in ix.calls:
+        if c.attr == "half" and c.receiver and not c.node.args:
+            f.add("precision", {"mechanism": "model_cast", "dtype": "fp16", "enabled": True}, c.node, "half")
+        elif c.attr in ("bfloat16",) and c.receiver and not c.node.args and not (c.qualname or "").startswith("torch"):
+            f.add("precision", {"mechanism": "model_cast", "dtype": "bf16", "enabled": True}, c.node, "bfloat16")
+        elif c.attr == "to" and c.receiver:
+            for arg in c.node.args:
+                v = f.ev.value(arg.value, c.scope)
+                if v in ("bf16", "fp16") and (dotted(arg.value) or "").startswith(tuple(k for k in ix.imports if ix.imports[k] == "torch")):
+                    f.add("precision", {"mechanism": "model_cast", "dtype": v, "enabled": True}, c.node, "to")
+        elif c.attr == "from_pretrained" and (c.kwarg("torch_dtype") is not None or c.kwarg("dtype") is not None):
+            v = f.ev.value(c.kwarg("torch_dtype") or c.kwarg("dtype"), c.scope)
+            if v in ("bf16", "fp16"):
+                f.add("precision", {"mechanism": "model_cast", "dtype": v, "enabled": True, "load_dtype": True}, c.node, "torch_dtype")
+
+
+def _has_enabled(c: Call) -> bool:
+    return c.kwarg("enabled") is not None
+
+
+def _lightning_precision(p: Any) -> dict:
+    if p is UNKNOWN:
+        return {"mechanism": "lightning", "dtype": None, "enabled": None}
+    s = str(p).lower()
+    if s in ("32", "32-true", "64", "64-true", "transformer-engine-float32"):
+        return {"mechanism": "lightning", "dtype": "fp32", "enabled": False}
+    if "bf16" in s:
+        return {"mechanism": "lightning", "dtype": "bf16", "enabled": True}
+    if s.startswith("16") or "fp16" in s:
+        return {"mechanism": "lightning", "dtype": "fp16", "enabled": True}
+    if "transformer-engine" in s or "fp8" in s:
+        return {"mechanism": "lightning", "dtype": "fp8", "enabled": True}
+    return {"mechanism": "lightning", "dtype": None, "enabled": None}
+
+
+def _hf_args(f: _Facts, c: Call) -> None:
+    values: dict[str, Any] = {}
+    for key in ("fp16", "bf16", "tf32", "gradient_checkpointing", "save_strategy", "save_steps", "deepspeed", "fsdp",
+                "dataloader_num_workers", "dataloader_pin_memory", "resume_from_checkpoint", "output_dir", "optim",
+                "per_device_train_batch_size", "half_precision_backend"):
+        if f.present(c, key):
+            values[key] = _norm(f.val(c, key))
+    star = c.has_star_kwargs
+    fp16, bf16 = values.get("fp16", False if not star else None), values.get("bf16", False if not star else None)
+    dtype, enabled = None, None
+    if fp16 is True or bf16 is True:
+        dtype, enabled = ("bf16" if bf16 is True else "fp16"), True
+    elif fp16 is False and bf16 is False:
+        dtype, enabled = "fp32", False
+    elif isinstance(fp16, dict) or isinstance(bf16, dict):
+        enabled = {"bf16": bf16, "fp16": fp16}  # decided by the launcher's flags
+    f.add("precision", {"mechanism": "hf_args", "dtype": dtype, "enabled": enabled}, c.node, c.qualname or "TrainingArguments")
+    f.add("config.hf_args", values, c.node, c.qualname or "TrainingArguments")
+    ds = values.get("deepspeed")
+    if isinstance(ds, str):
+        f.add("config_ref", {"kind": "deepspeed", "path": ds}, c.node, "deepspeed")
+    elif isinstance(ds, dict):
+        _deepspeed_dict(f, ds, c.node)
+    if "tf32" in values:
+        f.add("tf32", {"enabled": values["tf32"], "via": "TrainingArguments(tf32=...)"}, c.node, "tf32")
+    if "dataloader_num_workers" in values or True:
+        f.add("dataloader", {"num_workers": values.get("dataloader_num_workers", 0 if not star else None),
+                             "pin_memory": values.get("dataloader_pin_memory", True if not star else None),
+                             "num_workers_set": "dataloader_num_workers" in values, "pin_memory_set": True,
+                             "via": "hf_trainer"}, c.node, "dataloader_num_workers")
+    gc = values.get("gradient_checkpointing")
+    if gc is not None:
+        f.add("grad_checkpointing", {"enabled": gc, "via": "TrainingArguments"}, c.node, "gradient_checkpointing")
+    ss = values.get("save_strategy")
+    if ss is not None and not isinstance(ss, dict) and str(ss).lower() != "no":
+        f.add("checkpoint.save", {"via": "hf_trainer", "dir": values.get("output_dir")}, c.node, "save_strategy")
+    elif ss is None and not star:
+        f.add("checkpoint.save", {"via": "hf_trainer", "dir": values.get("output_dir"), "default": True}, c.node, "save_strategy")
+
+
+def _deepspeed_dict(f: _Facts, cfg: dict, node: cst.CSTNode) -> None:
+    fp16 = (cfg.get("fp16") or {}).get("enabled") if isinstance(cfg.get("fp16"), dict) else None
+    bf16 = (cfg.get("bf16") or cfg.get("bfloat16") or {}) if isinstance(cfg.get("bf16") or cfg.get("bfloat16"), dict) else {}
+    bf16 = bf16.get("enabled") if bf16 else None
+    on = fp16 is True or bf16 is True or fp16 == "auto" or bf16 == "auto"
+    f.add("precision", {"mechanism": "deepspeed", "dtype": "bf16" if bf16 is True else "fp16" if fp16 is True else None,
+                        "enabled": True if on else (False if fp16 in (False, None) and bf16 in (False, None) else None)}, node, "deepspeed")
+
+
+def _tf32(f: _Facts) -> None:
+    ix = f.ix
+    for qual, what in TF32_FLAGS.items():
+        for a in ix.assignments_to(qual):
+            v = f.ev.value(a.value, a.scope)
+            f.add("tf32", {"enabled": _norm(v), "via": qual, "what": what}, a.node, qual)
+    for qual in TF32_PRECISION:
+        for a in ix.assignments_to(qual):
+            v = f.ev.value(a.value, a.scope)
+            f.add("tf32", {"enabled": None if v is UNKNOWN else v == "tf32", "via": qual, "what": "matmul"}, a.node, qual)
+    for c in ix.calls_to("torch.set_float32_matmul_precision"):
+        v = f.val(c, "precision", 0)
+        f.add("tf32", {"enabled": None if v is UNKNOWN else v in ("high", "medium"), "via": c.qualname, "what": "matmul"}, c.node, c.qualname)
+
+
+def _dataloaders(f: _Facts) -> None:
+    for c in f.ix.calls_to(*DATALOADER):
+        star = c.has_star_kwargs
+        nw_set, pin_set = f.present(c, "num_workers"), f.present(c, "pin_memory")
+        nw = f.val(c, "num_workers") if nw_set else (None if star else 0)
+        pin = f.val(c, "pin_memory") if pin_set else (None if star else False)
+        f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
+                             "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname)
+
+
+def _distributed(f: _Facts) -> None:
+    ix = f.ix
+    for c in ix.calls_to(*INIT_PG):
+        if f.present(c, "backend") or c.positional(0) is not None:
+            b = f.val(c, "backend", 0)
+            backend = None if b is UNKNOWN else str(b).lower() if b is not None else None
+            explicit = True
+        else:
+            backend, explicit = None, False  # torch picks NCCL for CUDA when none is given
+        f.add("process_group", {"backend": backend, "explicit": explicit}, c.node, c.qualname)
+    for c in ix.calls_to(*DATAPARALLEL):
+        f.add("dataparallel", {}, c.node, c.qualname)
+    for c in ix.calls_to(*DDP):
+        f.add("ddp", {"via": "DistributedDataParallel"}, c.node, c.qualname)
+    for c in ix.calls_to(*FSDP):
+        strategy = c.kwarg("sharding_strategy")
+        stage = None
+        if strategy is not None:
+            text = dotted(strategy) or ""
+            stage = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0, "HYBRID_SHARD": 3, "_HYBRID_SHARD_ZERO2": 2}.get(text.split(".")[-1])
+        elif c.qualname and c.qualname.endswith("fully_shard"):
+            stage = 3
+        else:
+            stage = 3  # FULL_SHARD is FSDP's default
+        f.add("sharding", {"via": "fsdp", "stage": stage, "hybrid": "HYBRID" in (dotted(strategy) or "") if strategy is not None else False},
+              c.node, c.qualname)
+        f.add("ddp", {"via": "FSDP"}, c.node, c.qualname)
+
+
+def _checkpoints(f: _Facts) -> None:
+    ix = f.ix
+    for c in ix.calls_to("torch.save"):
+        f.add("checkpoint.save", {"via": "torch.save", "dir": None}, c.node, "torch.save")
+    for c in ix.calls_to("torch.distributed.checkpoint.save", "torch.distributed.checkpoint.save_state_dict"):
+        f.add("checkpoint.save", {"via": "dcp", "dir": None}, c.node, c.qualname)
+    for c in ix.calls_to("torch.distributed.checkpoint.load", "torch.distributed.checkpoint.load_state_dict"):
+        f.add("checkpoint.resume", {"via": "dcp"}, c.node, c.qualname)
+    for c in ix.calls:
+        if c.attr == "save_state" and c.receiver:
+            f.add("checkpoint.save", {"via": "save_state", "dir": _norm(f.val(c, "output_dir", 0))}, c.node, "save_state")
+        elif c.attr == "save_checkpoint" and c.receiver:
+            f.add("checkpoint.save", {"via": "save_checkpoint", "dir": _norm(f.val(c, "save_dir", 0))}, c.node, "save_checkpoint")
+        elif c.attr == "load_state" and c.receiver:
+            f.add("checkpoint.resume", {"via": "load_state"}, c.node, "load_state")
+        elif c.attr == "load_checkpoint" and c.receiver:
+            f.add("checkpoint.resume", {"via": "load_checkpoint"}, c.node, "load_checkpoint")
+        elif c.attr == "load_state_dict" and c.receiver:
+            arg = c.positional(0)
+            # loading from a file (torch.load(...)) is a resume; copying between live modules is not
+            if isinstance(arg, cst.Subscript) or isinstance(arg, cst.Call) or isinstance(arg, cst.Name):
+                f.add("checkpoint.resume", {"via": "load_state_dict"}, c.node, "load_state_dict")
+        elif c.attr == "save_pretrained" and c.receiver:
+            f.add("checkpoint.save", {"via": "save_pretrained", "dir": _norm(f.val(c, "save_directory", 0)), "weights_only": True}, c.node, "save_pretrained")
+        elif c.attr == "save_model" and c.receiver:
+            f.add("checkpoint.save", {"via": "save_model", "dir": _norm(f.val(c, "output_dir", 0)), "weights_only": True}, c.node, "save_model")
+        elif c.attr == "train" and c.qualname and c.qualname.endswith("().train") and f.present(c, "resume_from_checkpoint"):
+            v = f.val(c, "resume_from_checkpoint")
+            if v not in (None, False):
+                f.add("checkpoint.resume", {"via": "resume_from_checkpoint", "value": _norm(v)}, c.node, "resume_from_checkpoint")
+        elif c.attr == "fit" and f.present(c, "ckpt_path"):
+            v = f.val(c, "ckpt_path")
+            if v is not None:
+                f.add("checkpoint.resume", {"via": "ckpt_path", "value": _norm(v)}, c.node, "ckpt_path")
+    for c in ix.calls:
+        q = c.qualname or ""
+        if q.endswith("ModelCheckpoint") and q.startswith(("lightning", "pytorch_lightning")):
+            f.add("checkpoint.save", {"via": "lightning", "dir": _norm(f.val(c, "dirpath"))}, c.node, q)
+        elif q in LIGHTNING_TRAINERS and q.endswith("Trainer"):
+            ec = f.val(c, "enable_checkpointing") if f.present(c, "enable_checkpointing") else True
+            if ec is True:
+                f.add("checkpoint.save", {"via": "lightning", "dir": _norm(f.val(c, "default_root_dir")), "default": True}, c.node, q)
+
+
+def _models(f: _Facts) -> None:
+    for c in f.ix.calls:
+        if c.attr == "from_pretrained":
+            name = f.val(c, "pretrained_model_name_or_path", 0)
+            if isinstance(name, str):
+                kind = "model.name"
+                q = c.qualname or ""
+                if "Tokenizer" in q or "Processor" in q or "Config" in q.split(".")[-2:-1][0:1] or "tokenizer" in c.receiver.lower():
+                    continue
+                f.add(kind, name, c.node, "from_pretrained",
+                      load_in_4bit=_norm(f.val(c, "load_in_4bit")) is True, load_in_8bit=_norm(f.val(c, "load_in_8bit")) is True,
+                      quantization_config=f.present(c, "quantization_config"))
+        elif c.attr in ("gradient_checkpointing_enable",) and c.receiver:
+            f.add("grad_checkpointing", {"enabled": True, "via": "gradient_checkpointing_enable"}, c.node, "gradient_checkpointing_enable")
+    for c in f.ix.calls_to("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential",
+                           "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing"):
+        f.add("grad_checkpointing", {"enabled": True, "via": c.qualname}, c.node, c.qualname)
+    for c in f.ix.calls_to("peft.get_peft_model", "peft.LoraConfig", "peft.prepare_model_for_kbit_training"):
+        f.add("peft", {"method": "lora", "via": c.qualname}, c.node, c.qualname)
+    for c in f.ix.calls_to("transformers.BitsAndBytesConfig"):
+        bits = 4 if f.val(c, "load_in_4bit") is True else 8 if f.val(c, "load_in_8bit") is True else None
+        f.add("quantized_load", {"bits": bits}, c.node, c.qualname)
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        if q.startswith("torch.optim.") or q.startswith("bitsandbytes.optim.") or q in ("transformers.AdamW", "transformers.Adafactor"):
+            name = q.split(".")[-1].lower()
+            if name in ("lr_scheduler", "zero_redundancy_optimizer") or "scheduler" in q or "lr_scheduler" in q:
+                continue
+            if q.startswith("bitsandbytes."):
+                name = "adam8bit" if "8bit" in name else name
+            f.add("optimizer", {"name": name, "qualname": q}, c.node, q)
+
+
+def _sagemaker(f: _Facts) -> None:
+    for c in f.ix.calls_to(*SAGEMAKER_ESTIMATORS):
+        target = f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}"
+        values = {}
+        for key in ("instance_type", "instance_count", "use_spot_instances", "max_wait", "max_run", "checkpoint_s3_uri",
+                    "checkpoint_local_path", "entry_point", "source_dir", "distribution", "environment", "hyperparameters"):
+            if f.present(c, key):
+                values[key] = f.val(c, key)
+        loc = f.src.node_loc(c.node)
+
+        def add(kind: str, value: Any, key: str) -> None:
+            node = c.kwarg(key)
+            f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, {}))
+
+        f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target, "role": "training"}, loc, c.qualname, target, {}))
+        it = values.get("instance_type", UNKNOWN)
+        add("compute.instance_type", _norm(it) if isinstance(it, str) else None, "instance_type")
+        n = values.get("instance_count", 1 if not c.has_star_kwargs else UNKNOWN)
+        add("compute.node_count", _norm(n) if isinstance(n, int) or n is UNKNOWN else None, "instance_count")
+        spot = values.get("use_spot_instances", False if not c.has_star_kwargs else UNKNOWN)
+        add("compute.capacity", None if spot is UNKNOWN or isinstance(spot, dict) else ("spot" if spot else "on-demand"), "use_spot_instances")
+        ckpt = {"s3_uri": _norm(values.get("checkpoint_s3_uri", None)), "local_path": _norm(values.get("checkpoint_local_path", None)),
+                "max_wait": _norm(values.get("max_wait", None)), "max_run": _norm(values.get("max_run", None)),
+                "s3_uri_set": "checkpoint_s3_uri" in values, "max_wait_set": "max_wait" in values, "star_kwargs": c.has_star_kwargs}
+        add("compute.checkpoint", ckpt, "checkpoint_s3_uri" if "checkpoint_s3_uri" in values else "use_spot_instances")
+        ep = values.get("entry_point", UNKNOWN)
+        sd = values.get("source_dir", UNKNOWN)
+        script = ep if isinstance(ep, str) else None
+        if script and isinstance(sd, str) and not sd.startswith(("s3://", "git")):
+            script = sd.rstrip("/") + "/" + script
+        hp = values.get("hyperparameters")
+        args: list[str] = []
+        if isinstance(hp, dict):
+            for k, v in hp.items():
+                args += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
+        add("launch", {"tool": "sagemaker", "script": script, "args": args, "nnodes": _norm(n) if isinstance(n, int) else None,
+                       "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None}, "entry_point")
+        env = values.get("environment")
+        if isinstance(env, dict):
+            for k, v in env.items():
+                add("env", {"name": str(k), "value": str(v)}, "environment")
+
+
+def _local_imports(f: _Facts) -> None:
+    # module names only; the workload linker decides which are files of this repository
+    for module in sorted(f.ix.imported_modules):
+        f.out.append(Fact("import", module, f.src.loc(1), module, "", {}))
+    for level, module in f.ix.relative_imports:
+        f.out.append(Fact("import", "." * level + module, f.src.loc(1), module, "", {"relative": level}))

@@ -1,0 +1,151 @@
+"""What precision a workload trains in, decided from all its facts.
+
+Each ``precision`` fact says enabled True / False / unknown, or depends on a
+command-line flag of the script; flags are looked up in the workload's
+launchers. Launcher flags (``accelerate launch --mixed_precision``,
+``--bf16``) count as facts of their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulint.facts import flag_names, is_cli
+from gpulint.model import Fact
+from gpulint.workloads import Workload
+
+_TRUE = ("true", "1", "yes", "y")
+_FALSE = ("false", "0", "no", "n")
+
+
+@dataclass
+class PrecisionView:
+    on: list[tuple[Fact, str]] = field(default_factory=list)  # (fact, dtype) of enabled mechanisms
+    off: list[Fact] = field(default_factory=list)  # explicit fp32 / "no" written in a file
+    default_off: list[Fact] = field(default_factory=list)  # off because nothing turned it on (defaults, absent flags)
+    unknown: list[Fact] = field(default_factory=list)
+
+    @property
+    def decided_off(self) -> bool:
+        return not self.on and not self.unknown
+
+    @property
+    def dtypes(self) -> set[str]:
+        return {d for _, d in self.on if d}
+
+
+def flag_value(args: list[str], flag: str) -> Any:
+    """Value a launcher passes for a flag: True for a bare boolean flag, the
+    word after it or after '=', or None when the flag is absent."""
+    names = flag_names(flag)
+    for i, a in enumerate(args):
+        if not isinstance(a, str) or not a.startswith("-"):
+            continue
+        body = a.lstrip("-")
+        key, eq, val = body.partition("=")
+        if key in names:
+            if eq:
+                return val
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if isinstance(nxt, str) and not nxt.startswith("-"):
+                return nxt
+            return True
+    return None
+
+
+def _truthy(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        if v.lower() in _TRUE:
+            return True
+        if v.lower() in _FALSE:
+            return False
+    return None
+
+
+def resolve_cli(value: Any, wl: Workload) -> Any:
+    """A ``{"cli_arg", "default"}`` marker resolved against the launchers;
+    None when no launcher is known (the script may be run by hand with flags)."""
+    if not is_cli(value):
+        return value
+    if not wl.launchers:
+        return None
+    results = set()
+    for l in wl.launchers:
+        v = flag_value(l.value.get("args") or [], value["cli_arg"])
+        if v is None:
+            results.add(_hashable(value["default"]))
+        elif v is True:
+            results.add(True)
+        else:
+            t = _truthy(v)
+            results.add(t if t is not None else v)
+    return results.pop() if len(results) == 1 else None
+
+
+def _hashable(v: Any) -> Any:
+    return v if not isinstance(v, (list, dict)) else str(v)
+
+
+def precision_view(wl: Workload) -> PrecisionView:
+    view = PrecisionView()
+    for f in wl.of("precision"):
+        v = f.value
+        mech = v.get("mechanism")
+        enabled = v.get("enabled")
+        dtype = v.get("dtype")
+        if mech == "accelerate" and v.get("from_launcher"):
+            enabled, dtype = _accelerate_from_launchers(wl)
+            if enabled is None:
+                # no flag: the linked accelerate config decides; with no config the
+                # machine's own default config may (unknown)
+                if any(x.value.get("mechanism") == "accelerate_config" for x in wl.of("precision")):
+                    continue
+        elif mech == "deepspeed" and (v.get("from_config") or v.get("auto")):
+            if any(x.value.get("mechanism") == "deepspeed" and x is not f and not x.value.get("from_config") for x in wl.of("precision")) or v.get("auto"):
+                continue  # the linked config file (or, for "auto", the HF arguments) decides
+        elif mech in ("hf_args", "hf_cli") and isinstance(enabled, dict):
+            if any(x.value.get("mechanism") == "hf_args_file" for x in wl.of("precision")):
+                continue  # a JSON/YAML argument file decides instead of flags
+            enabled, dtype = _hf_flags(enabled, wl)
+        elif is_cli(enabled):
+            enabled = _truthy(resolve_cli(enabled, wl)) if resolve_cli(enabled, wl) is not None else None
+        from_default = bool(v.get("default")) or mech == "hf_cli" or is_cli(v.get("enabled"))
+        if isinstance(dtype, dict) or is_cli(dtype):
+            dtype = resolve_cli(dtype, wl) if is_cli(dtype) else None
+        if enabled is True:
+            view.on.append((f, dtype))
+        elif enabled is False:
+            (view.default_off if from_default else view.off).append(f)
+        else:
+            view.unknown.append(f)
+    for l in wl.launchers:
+        mp = l.value.get("mixed_precision")
+        if isinstance(mp, str):
+            if mp.lower() in ("no", "fp32"):
+                view.off.append(l)
+            else:
+                view.on.append((l, mp.lower()))
+    return view
+
+
+def _accelerate_from_launchers(wl: Workload) -> tuple[Any, Any]:
+    for l in wl.launchers:
+        mp = l.value.get("mixed_precision")
+        if isinstance(mp, str):
+            return mp.lower() not in ("no", "fp32"), mp.lower()
+    return None, None
+
+
+def _hf_flags(enabled: dict, wl: Workload) -> tuple[Any, Any]:
+    """HF arguments decided by --bf16/--fp16 flags (or a JSON argument file)."""
+    values = {}
+    for name in ("bf16", "fp16"):
+        v = enabled.get(name)
+        values[name] = _truthy(resolve_cli(v, wl)) if is_cli(v) else _truthy(v) if v is not None else False
+    if values["bf16"] or values["fp16"]:
+        return True, "bf16" if values["bf16"] else "fp16"
+    if values["bf16"] is False and values["fp16"] is False:
+        return False, "fp32"
+    return None, None

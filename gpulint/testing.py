@@ -1,0 +1,73 @@
+"""Helpers for testing rules (gpulint's own and plugins'): run a scan over a
+small repository given as {path: text} and get its findings back."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from gpulint.config import Config, from_dict, load_config
+from gpulint.engine import ScanRequest, Scanner
+from gpulint.model import Finding
+from gpulint.plugins import PluginHost
+from gpulint.result import ScanResult
+from gpulint.rule import Example, Rule
+
+_HOST: PluginHost | None = None
+
+
+def default_host() -> PluginHost:
+    global _HOST
+    if _HOST is None:
+        _HOST = PluginHost()
+    return _HOST
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+
+
+def scan_tree(root: Path, host: PluginHost | None = None, select: list[str] | None = None, config: Config | None = None) -> tuple[ScanResult, list]:
+    host = host or default_host()
+    cfg = config or load_config(None, root)
+    return Scanner(host, cfg).scan(ScanRequest(paths=[root], select=select))
+
+
+def scan_files(files: dict[str, str], host: PluginHost | None = None, select: list[str] | None = None, config_text: str = "") -> ScanResult:
+    with tempfile.TemporaryDirectory(prefix="gpulint-test-") as tmp:
+        root = Path(tmp)
+        write_tree(root, files)
+        if config_text:
+            (root / ".gpulint.toml").write_text(config_text, encoding="utf-8")
+        result, _ = scan_tree(root, host, select)
+        return result
+
+
+def run_example(rule: type[Rule], example: Example, host: PluginHost | None = None) -> list[Finding]:
+    """Findings of `rule` (only) on an example repository."""
+    result = scan_files(example.file_map(), host, select=[rule.code], config_text=example.config)
+    return [f for f in result.findings if f.code == rule.code]
+
+
+def check_example(rule: type[Rule], example: Example, valid: bool, host: PluginHost | None = None) -> list[str]:
+    """Problems with an example: [] when the rule behaves as the example says."""
+    found = run_example(rule, example, host)
+    if valid:
+        return [f"unexpected {f.code} at {f.loc.path}:{f.loc.line}: {f.message}" for f in found]
+    problems = []
+    remaining = list(found)
+    for exp in example.expect:
+        match = next((f for f in remaining if f.loc.path == exp.path and f.loc.line == exp.line
+                      and all(s.lower() in f.message.lower() for s in exp.contains())), None)
+        if match is None:
+            problems.append(f"expected {rule.code} at {exp.path}:{exp.line} containing {exp.contains()}; got "
+                            + "; ".join(f"{f.loc.path}:{f.loc.line}: {f.message}" for f in found) or "nothing")
+        else:
+            remaining.remove(match)
+    problems += [f"unexpected extra {f.code} at {f.loc.path}:{f.loc.line}: {f.message}" for f in remaining]
+    return problems
+
+
+__all__ = ["check_example", "default_host", "run_example", "scan_files", "scan_tree", "write_tree", "from_dict"]

@@ -1,0 +1,50 @@
+"""`gpulint workloads` as text: every workload, every fact with its file:line,
+how it was linked and what is unknown."""
+from __future__ import annotations
+
+from gpulint.result import ScanResult
+
+
+def render_workloads(result: ScanResult) -> str:
+    lines: list[str] = []
+    if not result.workloads:
+        lines.append("No workloads found: no Python script or notebook that trains, and no launcher that starts one.")
+    for wl in result.workloads:
+        lines.append(f"workload {wl['name']}")
+        lines.append(f"  entrypoint: {wl['entrypoint']}")
+        if len(wl["code_files"]) > 1:
+            lines.append(f"  code: {', '.join(wl['code_files'])}")
+        for l in wl["launchers"]:
+            v = l["value"]
+            extra = ", ".join(f"{k}={v[k]}" for k in ("nnodes", "nproc_per_node", "mixed_precision") if v.get(k) is not None)
+            lines.append(f"  launcher: {v.get('tool')} at {l['where']}{' (' + extra + ')' if extra else ''}")
+        for c in wl["configs"]:
+            lines.append(f"  config: {c}")
+        comp = wl.get("compute")
+        if comp:
+            head = comp.get("instance") or comp.get("id")
+            lines.append(f"  compute: {head}" + (f" [{comp.get('id')}]" if comp.get("instance") else ""))
+            for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "gpu_count", "capacity", "usd_per_hour", "as_of"):
+                if comp.get(key) is not None:
+                    lines.append(f"    {key}: {comp[key]}")
+            for f in comp.get("facts", []):
+                lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
+        for key, val in sorted((wl.get("resolved") or {}).items()):
+            lines.append(f"  {key}: {_short(val)}")
+        if wl["facts"]:
+            lines.append("  facts:")
+            for f in wl["facts"]:
+                lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
+        for e in wl["env"]:
+            lines.append(f"  env: {e['value'].get('name')}={e['value'].get('value')}  ({e['where']})")
+        for r in wl["links"]:
+            lines.append(f"  linked: {r}")
+        for u in wl["unknown"]:
+            lines.append(f"  unknown: {u}")
+        lines.append("")
+    return "\n".join(lines) + ("\n" if lines and lines[-1] else "")
+
+
+def _short(v, limit: int = 140) -> str:
+    text = v if isinstance(v, str) else repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

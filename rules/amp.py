@@ -1,0 +1,342 @@
+"""AMP: mixed precision."""
+from __future__ import annotations
+
+from gpulint.cost import avoidable
+from gpulint.hookspecs import hookimpl
+from gpulint.model import Related, Severity
+from gpulint.precision import precision_view
+from gpulint.rule import Example, Expect, Rule
+from gpulint.workloads import Workload
+
+from ._common import compute_related, gpu_phrase, trains_on_gpu
+
+AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
+
+
+class MissingMixedPrecision(Rule):
+    """Training runs in fp32 on GPU: no mixed-precision mechanism is enabled anywhere.
+
+    What it does:
+        Looks at every way a workload can turn on mixed precision: ``torch.autocast`` /
+        ``torch.amp`` / ``torch.cuda.amp`` in the code, HF ``TrainingArguments(bf16=/fp16=)``
+        (keyword arguments, JSON argument files and ``--bf16``/``--fp16`` launcher flags),
+        accelerate (``Accelerator(mixed_precision=...)``, ``accelerate launch --mixed_precision``,
+        the accelerate config YAML), Lightning ``Trainer(precision=...)``, DeepSpeed ``fp16``/``bf16``
+        sections, FSDP ``MixedPrecision``, Keras ``mixed_precision.set_global_policy`` and model casts.
+        It fires when the workload trains on a GPU and none is enabled. It points at an explicit
+        disabling (``mixed_precision: "no"``) where there is one, else at the training loop or trainer.
+        Where a setting depends on something it cannot see (a flag with no default, ``**kwargs``,
+        a machine-local accelerate config) it stays silent.
+    Why it costs money:
+        Tensor Cores run fp16/bf16 matrix math at many times the fp32 rate (A100: 312 vs 19.5 TFLOPS,
+        2x the TF32 rate), and half-precision activations halve memory traffic. PyTorch's AMP recipe
+        reports 2-3x end-to-end speed-ups on Volta/Turing/Ampere; an fp32 run pays for those hours.
+    How to fix:
+        Turn on bf16 autocast on Ampere-or-newer GPUs (fp16 with a GradScaler on V100/T4)::
+
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                loss = model(batch).loss
+
+        HF Trainer: ``TrainingArguments(bf16=True)``; accelerate: ``mixed_precision: bf16``;
+        Lightning: ``Trainer(precision="bf16-mixed")``; DeepSpeed: ``"bf16": {"enabled": true}``.
+    Cost model:
+        A conservative 1.5x end-to-end speed-up is assumed (vendor figures are 2-3x, the A100
+        compute ceiling 16x over strict fp32), so a third of each training hour is avoidable:
+        hourly price of the workload's instances x (1 - 1/1.5). Without a known instance no
+        figure is given.
+    Sources:
+        PyTorch AMP recipe (pytorch.org/tutorials/recipes/recipes/amp_recipe.html); NVIDIA A100
+        datasheet figures; PyTorch blog "What Every User Should Know About Mixed Precision Training".
+    """
+
+    code = "AMP001"
+    name = "missing-mixed-precision"
+    severity = Severity.WARNING
+    family = "AMP"
+    since = "0.1.0"
+
+    VALID = [
+        Example(
+            """\
+import torch
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            title="bf16 autocast in the loop",
+        ),
+        Example(
+            {
+                "train.py": """\
+from transformers import Trainer, TrainingArguments
+args = TrainingArguments(output_dir="out", bf16=True, dataloader_num_workers=4)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+            },
+            title="HF Trainer with bf16",
+        ),
+        Example(
+            {
+                "train.py": """\
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+parser = HfArgumentParser(TrainingArguments)
+(args,) = parser.parse_args_into_dataclasses()
+Trainer(model=model, args=args).train()
+""",
+                "run.sh": "torchrun --nproc_per_node 8 train.py --output_dir out --bf16 True\n",
+            },
+            title="--bf16 passed by the launcher",
+        ),
+        Example(
+            """\
+import torch
+import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--amp", type=int)
+args = p.parse_args()
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+with torch.autocast("cuda", enabled=bool(args.amp)):
+    loss = model(x).sum()
+loss.backward()
+opt.step()
+""",
+            title="enabled by a flag with no default: undecidable, silent",
+        ),
+        Example(
+            """\
+import torch
+model = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+""",
+            title="CPU training (no device, no GPU compute)",
+        ),
+        Example(
+            """\
+import torch
+model = torch.load("model.pt").cuda().eval()
+with torch.inference_mode():
+    print(model(x.cuda()))
+""",
+            title="inference only",
+        ),
+    ]
+    INVALID = [
+        Example(
+            """\
+import torch as t
+model = t.nn.Linear(8, 8).cuda()
+opt = t.optim.AdamW(model.parameters())
+for x in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            expect=[Expect("train.py", 6, "no mixed precision")],
+            title="raw PyTorch loop in fp32",
+        ),
+        Example(
+            {
+                "train.py": """\
+from accelerate import Accelerator
+accelerator = Accelerator()
+model, opt, loader = accelerator.prepare(model, opt, loader)
+for batch in loader:
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    opt.step()
+""",
+                "accelerate_config.yaml": """\
+compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+mixed_precision: "no"
+num_machines: 1
+num_processes: 8
+""",
+            },
+            expect=[Expect("accelerate_config.yaml", 3, "mixed_precision")],
+            title="accelerate config disables it",
+        ),
+        Example(
+            {
+                "train.py": """\
+import lightning as L
+trainer = L.Trainer(accelerator="gpu", devices=8)
+trainer.fit(model, datamodule=dm)
+""",
+            },
+            expect=[Expect("train.py", 3, "no mixed precision")],
+            title="Lightning defaults to 32-true",
+        ),
+        Example(
+            {
+                "train.py": """\
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+parser = HfArgumentParser(TrainingArguments)
+(args,) = parser.parse_args_into_dataclasses()
+Trainer(model=model, args=args).train()
+""",
+                "scripts/finetune.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --output_dir out\n",
+            },
+            expect=[Expect("train.py", 4, "no mixed precision")],
+            title="HF arguments from the command line, launcher passes neither --bf16 nor --fp16",
+        ),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        trains = trains_on_gpu(wl)
+        if trains is None or wl.code_facts("inference") and not wl.code_facts("trains"):
+            return
+        view = precision_view(wl)
+        if not view.decided_off:
+            return
+        explicit = sorted(view.off, key=lambda f: f.loc)
+        at = explicit[0] if explicit else trains
+        if explicit:
+            how = f"{at.key or 'precision'} disables it at {at.loc.short()}"
+        else:
+            how = "no mixed precision found"
+        related = compute_related(wl) + [Related(f.loc, f"precision off: {f.key}") for f in explicit[1:3]]
+        if at is not trains:
+            related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
+        yield self.finding(
+            at.loc,
+            f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}",
+            symbol=f"{wl.entrypoint}:{at.key or 'train'}",
+            related=related,
+            guidance=_guidance(wl),
+            cost=avoidable(wl, 1 - 1 / AMP_SPEEDUP,
+                           f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)", "medium"),
+            workload=wl.name,
+        )
+
+
+def _what(trains) -> str:
+    return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "accelerate": "accelerate training",
+            "deepspeed": "DeepSpeed training", "keras": "Keras training"}.get(trains.value.get("via"), "Training loop")
+
+
+def _guidance(wl: Workload) -> str:
+    c = wl.resolved.get("compute") or {}
+    fp16_only = c.get("bf16_supported") is False
+    dtype = "fp16 (with a GradScaler: this GPU has no bf16)" if fp16_only else "bf16"
+    mech = {f.value.get("mechanism") for f in wl.of("precision")}
+    if "accelerate" in mech or "accelerate_config" in mech:
+        how = f"set `mixed_precision: {'fp16' if fp16_only else 'bf16'}` in the accelerate config or Accelerator(mixed_precision=...)"
+    elif "hf_args" in mech or "hf_cli" in mech or "hf_args_file" in mech:
+        how = f"pass `--{'fp16' if fp16_only else 'bf16'} True` or set TrainingArguments({'fp16' if fp16_only else 'bf16'}=True)"
+    elif "lightning" in mech:
+        how = f"use Trainer(precision=\"{'16-mixed' if fp16_only else 'bf16-mixed'}\")"
+    elif "deepspeed" in mech:
+        how = f"enable the \"{'fp16' if fp16_only else 'bf16'}\" section of the DeepSpeed config"
+    else:
+        how = "wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"
+    return f"Train in {dtype}: {how}. Run `gpulint explain AMP001` for examples."
+
+
+class Fp16WithoutLossScaling(Rule):
+    """fp16 autocast in a raw PyTorch training step without a GradScaler.
+
+    What it does:
+        Finds ``torch.autocast``/``torch.amp.autocast``/``torch.cuda.amp.autocast`` with fp16 (the
+        CUDA default dtype) in a workload that trains with ``loss.backward()``, where no
+        ``GradScaler`` exists in the workload's code. Frameworks that scale the loss themselves
+        (accelerate, Lightning, DeepSpeed, HF Trainer) are not raw PyTorch and are not flagged;
+        bf16 needs no loss scaling.
+    Why it costs money:
+        fp16 has a narrow exponent range: small gradients underflow to zero, training stalls or
+        diverges, and the GPU hours until someone notices are lost.
+    How to fix:
+        Scale the loss::
+
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(x).sum()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        or use bf16 on Ampere-or-newer GPUs, which needs no scaler.
+    Cost model:
+        No hourly figure: the cost is a failed or degraded run, whose length gpulint cannot know.
+    Sources:
+        PyTorch automatic mixed precision docs (docs.pytorch.org/docs/stable/amp.html), "Gradient Scaling".
+    """
+
+    code = "AMP002"
+    name = "fp16-without-loss-scaling"
+    severity = Severity.WARNING
+    family = "AMP"
+    since = "0.1.0"
+
+    VALID = [
+        Example(
+            """\
+import torch
+scaler = torch.amp.GradScaler("cuda")
+for x in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x.cuda()).sum()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+""",
+            title="fp16 with GradScaler",
+        ),
+        Example(
+            """\
+import torch
+for x in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            title="bf16 needs no scaler",
+        ),
+    ]
+    INVALID = [
+        Example(
+            """\
+from torch.cuda.amp import autocast
+for x in loader:
+    with autocast():
+        loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            expect=[Expect("train.py", 3, "GradScaler")],
+            title="torch.cuda.amp.autocast (fp16 by default) without a scaler",
+        ),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        loops = [f for f in wl.code_facts("trains") if f.value.get("via") == "loop"]
+        if not loops:
+            return
+        if any(f.value.get("enabled") is not False for f in wl.code_facts("grad_scaler")):
+            return
+        if any(f.value.get("mechanism") in ("accelerate", "lightning", "deepspeed", "hf_args", "hf_cli") for f in wl.code_facts("precision")):
+            return
+        for f in wl.code_facts("precision"):
+            v = f.value
+            if v.get("mechanism") == "autocast" and v.get("dtype") == "fp16" and v.get("enabled") is True:
+                yield self.finding(
+                    f.loc,
+                    f"fp16 autocast ({f.key}) in a training step with no GradScaler: small gradients underflow to zero",
+                    symbol=f"{f.key}",
+                    workload=wl.name,
+                )
+
+
+@hookimpl
+def gpulint_rules():
+    return [MissingMixedPrecision, Fp16WithoutLossScaling]

@@ -1,0 +1,199 @@
+"""IO: input pipeline."""
+from __future__ import annotations
+
+from gpulint.cost import unpriced
+from gpulint.hookspecs import hookimpl
+from gpulint.model import Severity
+from gpulint.precision import resolve_cli
+from gpulint.rule import Example, Expect, Rule
+from gpulint.workloads import Workload
+
+from ._common import trains_on_gpu
+
+
+def _loaders(wl: Workload):
+    for f in wl.code_facts("dataloader"):
+        yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
+
+
+class DataloaderSingleProcess(Rule):
+    """A DataLoader feeding GPU training loads data in the training process (num_workers 0 or unset).
+
+    What it does:
+        Finds ``torch.utils.data.DataLoader`` calls (and HF Trainer's ``dataloader_num_workers``) in the
+        code of a workload that trains on a GPU, whose ``num_workers`` is 0 or not given. Values are
+        followed through assignments, argparse defaults (resolved against the launcher's flags) and
+        dataclass defaults; ``**kwargs`` or values computed at run time (``os.cpu_count()``) keep it silent.
+    Why it costs money:
+        With ``num_workers=0`` the GPU waits while the same Python process reads, decodes and
+        augments each batch: a starved GPU is billed at full price.
+    How to fix:
+        Load in worker processes and keep them alive between epochs::
+
+            DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
+
+        (HF Trainer: ``dataloader_num_workers=8``). Start near the number of CPU cores per GPU.
+    Cost model:
+        No hourly figure: how long the GPU waits depends on the data and the model; profile a few
+        steps (GPU utilisation below ~80% with a busy main process is the sign).
+    Sources:
+        PyTorch data loading docs (docs.pytorch.org/docs/stable/data.html, "Single- and Multi-process Data Loading").
+    """
+
+    code = "IO001"
+    name = "dataloader-single-process"
+    severity = Severity.WARNING
+    family = "IO"
+    since = "0.1.0"
+
+    VALID = [
+        Example(
+            """\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=32, num_workers=8, pin_memory=True)
+model = model.cuda()
+for x in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            title="workers set",
+        ),
+        Example(
+            """\
+import os
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, num_workers=os.cpu_count(), pin_memory=True)
+model = model.cuda()
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+""",
+            title="computed at run time: undecidable",
+        ),
+    ]
+    INVALID = [
+        Example(
+            """\
+import torch
+import torch.utils.data as tud
+loader = tud.DataLoader(ds, batch_size=32, shuffle=True)
+model = model.cuda()
+for x in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            expect=[Expect("train.py", 3, "num_workers")],
+            title="no workers",
+        ),
+        Example(
+            """\
+import argparse
+import torch
+from torch.utils.data import DataLoader
+p = argparse.ArgumentParser()
+p.add_argument("--workers", type=int, default=0)
+args = p.parse_args()
+loader = DataLoader(ds, num_workers=args.workers, pin_memory=True)
+model = model.cuda()
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+""",
+            expect=[Expect("train.py", 7, "num_workers=0")],
+            title="argparse default 0 and no launcher passes --workers",
+        ),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        if trains_on_gpu(wl) is None:
+            return
+        for f, v in _loaders(wl):
+            nw = v.get("num_workers")
+            if nw == 0 and not isinstance(nw, bool):
+                how = "num_workers=0" if f.value.get("num_workers_set") else "num_workers is not set (default 0)"
+                what = "HF Trainer's DataLoader" if f.value.get("via") == "hf_trainer" else "DataLoader"
+                yield self.finding(
+                    f.loc, f"{what} feeding GPU training loads batches in the training process: {how}",
+                    symbol=f"{f.key}", workload=wl.name,
+                    cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
+                )
+
+
+class DataloaderUnpinnedMemory(Rule):
+    """A DataLoader feeding CUDA training does not pin host memory.
+
+    What it does:
+        Finds ``torch.utils.data.DataLoader`` calls in a workload that trains on a GPU where
+        ``pin_memory`` is not given (its default is False). An explicit ``pin_memory=False`` is
+        taken as a deliberate choice and left alone.
+    Why it costs money:
+        Copies from pageable host memory are staged and synchronous; pinned buffers let
+        ``.to("cuda", non_blocking=True)`` overlap the copy with compute.
+    How to fix:
+        ``DataLoader(..., pin_memory=True)`` and move batches with ``non_blocking=True``.
+    Cost model:
+        No hourly figure: the gain is the host-to-device copy time per step, usually small.
+    Sources:
+        PyTorch data loading docs, "Memory Pinning"; CUDA best practices guide on pinned memory.
+    """
+
+    code = "IO002"
+    name = "dataloader-unpinned-memory"
+    severity = Severity.INFO
+    family = "IO"
+    since = "0.1.0"
+
+    VALID = [
+        Example(
+            """\
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, num_workers=4, pin_memory=True)
+model = model.cuda()
+for x in loader:
+    model(x.cuda(non_blocking=True)).sum().backward()
+    opt.step()
+""",
+        ),
+        Example(
+            """\
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, num_workers=4, pin_memory=False)
+model = model.cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+""",
+            title="explicitly off: a deliberate choice",
+        ),
+    ]
+    INVALID = [
+        Example(
+            """\
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, num_workers=4)
+model = model.cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+""",
+            expect=[Expect("train.py", 2, "pin_memory")],
+        ),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        if trains_on_gpu(wl) is None:
+            return
+        for f, v in _loaders(wl):
+            if f.value.get("via") == "torch" and not f.value.get("pin_memory_set") and v.get("pin_memory") is False:
+                yield self.finding(f.loc, "DataLoader feeding CUDA training does not pin host memory (pin_memory not set)",
+                                   symbol=f"{f.key}:pin", workload=wl.name,
+                                   cost=unpriced("No hourly figure: the saving is the host-to-device copy time per step."))
+
+
+@hookimpl
+def gpulint_rules():
+    return [DataloaderSingleProcess, DataloaderUnpinnedMemory]
