@@ -90,7 +90,7 @@ for x in loader:
             title="no workers",
         ),
         Example(
-            """\
+            {"train.py": """\
 import argparse
 import torch
 from torch.utils.data import DataLoader
@@ -102,7 +102,7 @@ model = model.cuda()
 for x in loader:
     model(x).sum().backward()
     opt.step()
-""",
+""", "run.sh": "python train.py --epochs 3\n"},
             expect=[Expect("train.py", 7, "num_workers=0")],
             title="argparse default 0 and no launcher passes --workers",
         ),

@@ -98,7 +98,8 @@ class UnusedSuppression(Rule):
     family = "SYS"
     VALID = [
         Example(
-            """\
+            config='select = ["SYS004", "NET006"]\n',
+            files="""\
 import torch.nn as nn
 model = nn.DataParallel(model).cuda()  # gpulint: ignore[NET006]
 for x in loader:
@@ -113,6 +114,7 @@ for x in loader:
 import torch
 x = 1  # gpulint: ignore[NET006]
 """,
+            config='select = ["SYS004", "NET006"]\n',
             expect=[Expect("train.py", 2, "NET006")],
         ),
     ]

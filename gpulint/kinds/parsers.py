@@ -14,12 +14,32 @@ def parse_python(text: str, path: str) -> Source:
     try:
         tree = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise ParseError(f"Python syntax error: {_first_line(exc.message)}", exc.raw_line, exc.raw_column + 1) from None
+        line, col, msg = _python_error(text, exc)
+        raise ParseError(f"Python syntax error: {msg}", line, col) from None
     except (RecursionError, MemoryError):
         raise ParseError("Python source too deeply nested to parse") from None
     except Exception as exc:  # libcst raises a few other types on odd input
         raise ParseError(f"Python source could not be parsed: {_first_line(str(exc))}") from None
     return Source(path, "python", text, tree)
+
+
+def _python_error(text: str, exc) -> tuple[int, int, str]:
+    """CPython's own position and wording for a syntax error (libcst's point at
+    the token where its parser gave up, often a line later). ast.parse only
+    parses; nothing is executed."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as err:
+        if err.lineno:
+            return err.lineno, max(1, err.offset or 1), _first_line(err.msg)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return exc.raw_line, exc.raw_column + 1, _first_line(exc.message)
 
 
 _MAGIC = re.compile(r"^\s*([%!]|\?\w|\w+\?$)")
