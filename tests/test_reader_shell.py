@@ -109,6 +109,7 @@ def test_aws_fsdp_sbatch_launch_resolves_arrays_and_slurm_variables():
     assert "--resume_from_checkpoint=./checkpoints" in v["args"]
     assert launch.loc.line == 56 and launch.loc.column == 1
     assert launch.attrs["flags"]["--nproc_per_node"][0] == 34  # the line inside the array
+    assert launch.target == "slurm"  # runs on the batch allocation: same target as the #SBATCH facts
 
 
 def test_sbatch_short_options_gres_and_partition():
@@ -230,7 +231,7 @@ def test_chains_pipes_and_background():
     p2p = next(f for f in out if f.kind == "env" and f.key == "NCCL_P2P_DISABLE")
     assert p2p.value == {"name": "NCCL_P2P_DISABLE", "value": "1"} and p2p.target == launches[0].target
     assert (p2p.loc.line, p2p.loc.column) == (1, 18)
-    assert len({l.target for l in launches}) == 3
+    assert len({l.target for l in launches}) == 3 and "slurm" not in {l.target for l in launches}
 
 
 def test_exec_and_command_substitution():

@@ -368,8 +368,11 @@ class ShellScanner:
     (`feed` takes the fragment's starting line and column).
     """
 
-    def __init__(self, path: str, variables: dict | None = None, env_names=_ENV_NAME):
+    def __init__(self, path: str, variables: dict | None = None, env_names=_ENV_NAME, launch_target: str = ""):
         self.path = path
+        # In a batch script every launch runs on the script's allocation, so it shares
+        # the compute target ("slurm"); elsewhere each launch is its own "launchN".
+        self.launch_target = launch_target
         self.vars: dict = dict(variables or {})
         self.stack: list[_Frame] = []
         self.facts: list[Fact] = []
@@ -509,7 +512,7 @@ class ShellScanner:
         if launch is None:
             return
         self.launches += 1
-        target = f"launch{self.launches}"
+        target = self.launch_target or f"launch{self.launches}"
         for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
             self._assign(a, exported=True, target=target, persist=False)
         self._emit_launch(launch, target)
@@ -673,7 +676,7 @@ def read_shell(text: str, path: str) -> list[Fact]:
     if "\x00" in text:
         raise ReadError("binary content in a shell script", 1, 1)
     slurm, seeds = _sbatch_facts(text, path)
-    scanner = ShellScanner(path, seeds)
+    scanner = ShellScanner(path, seeds, launch_target="slurm" if slurm else "")
     try:
         facts = scanner.feed(text)
     except RecursionError as exc:  # pathological nesting; never expected from real scripts
