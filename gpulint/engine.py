@@ -205,6 +205,14 @@ class Scanner:
                 except Exception as exc:
                     findings.append(rule_error(rule, Location(wl.entrypoint, 1, 1), f"workload {wl.name}", exc).with_(workload=wl.name))
                     errors.append(format_traceback(exc))
+        for rule in rules:
+            if type(rule).check_repo is Rule.check_repo:
+                continue
+            try:
+                findings += list(rule.check_repo(workloads, wctx) or ())
+            except Exception as exc:
+                findings.append(rule_error(rule, Location(".", 1, 1), "the repository", exc))
+                errors.append(format_traceback(exc))
         findings = self._post(findings, results, rules, report_only)
         findings = bl.assign_fingerprints(findings)
         if req.baseline:

@@ -106,6 +106,10 @@ class Rule:
     def check_workload(self, workload: "Workload", ctx: "WorkloadContext") -> Iterable[Finding]:
         return ()
 
+    def check_repo(self, workloads: list["Workload"], ctx: "WorkloadContext") -> Iterable[Finding]:
+        """Once per scan, over every compute target and workload (infrastructure-wide checks)."""
+        return ()
+
     # -- helpers ----------------------------------------------------------------
     def finding(
         self,

@@ -18,6 +18,7 @@ Every link records why it was made; what stays unknown is listed.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -25,6 +26,19 @@ from typing import Any, Iterable
 from gpulint.model import Fact, Location
 
 CODE_KINDS = ("python", "notebook")
+
+# Instance families that carry accelerators; anything else (m5.xlarge, n2-standard-8,
+# Standard_D8s_v5) is CPU compute and never a GPU workload's target.
+_GPU_FAMILIES = re.compile(
+    r"^(ml\.)?(p\d+[a-z]*|g\d+[a-z]*|trn\d+[a-z]*|inf\d+[a-z]*|dl\d+[a-z]*)\.|"  # AWS / SageMaker
+    r"^(a2|a3|a4|g2|g4|ct\d)-|^n1\+|"  # GCP (n1 with a GPU is spelled n1+... in the catalogue)
+    r"^(standard_)?n[cdvg]\d*[a-z]*",  # Azure N-series
+    re.IGNORECASE,
+)
+
+
+def looks_like_gpu_instance(name: str) -> bool:
+    return bool(_GPU_FAMILIES.match(name.strip()))
 
 
 @dataclass
@@ -52,7 +66,14 @@ class Compute:
         return f.loc if f else self.facts[0].loc
 
     def has_gpu_hint(self) -> bool:
-        return any(f.kind in ("compute.instance_type", "compute.accelerator", "compute.gpus_per_node") and f.value for f in self.facts)
+        for f in self.facts:
+            if f.kind == "compute.instance_type" and isinstance(f.value, str) and looks_like_gpu_instance(f.value):
+                return True
+            if f.kind == "compute.instance_type" and isinstance(f.value, dict) and "ref" in f.value:
+                return True  # decided later from the module's variables
+            if f.kind in ("compute.accelerator", "compute.gpus_per_node") and f.value:
+                return True
+        return False
 
 
 @dataclass

@@ -3,7 +3,7 @@ give them codes users can select, ignore and explain."""
 from __future__ import annotations
 
 from gpulint.hookspecs import hookimpl
-from gpulint.model import Severity
+from gpulint.model import Location, Severity
 from gpulint.rule import Example, Expect, Rule
 
 
@@ -75,6 +75,29 @@ class UnknownInstanceType(Rule):
     name = "unknown-instance-type"
     severity = Severity.INFO
     family = "SYS"
+    VALID = [
+        Example({"infra/main.tf": 'resource "aws_instance" "t" {\n  instance_type = "p4d.24xlarge"\n}\n'}),
+        Example({"infra/main.tf": 'resource "aws_instance" "web" {\n  instance_type = "m5.xlarge"\n}\n'}, title="CPU instances are not GPU compute"),
+    ]
+    INVALID = [
+        Example({"infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p9.48xlarge"\n}\n'},
+                expect=[Expect("infra/main.tf", 3, "p9.48xlarge")]),
+    ]
+
+    def check_repo(self, workloads, ctx):
+        from gpulint.resolve import _all_computes, resolve_compute
+        from gpulint.workloads import looks_like_gpu_instance
+
+        for compute in _all_computes(ctx):
+            info = resolve_compute(compute, ctx)
+            for u in info.get("unknown_instance_types", []):
+                if not looks_like_gpu_instance(u["name"]):
+                    continue
+                yield self.finding(
+                    Location(u["path"], u["line"], 1),
+                    f"instance type {u['name']!r} ({compute.target}) is not in gpulint's catalogue; memory-fit and cost checks skip it",
+                    symbol=f"{compute.target}:{u['name']}",
+                )
 
 
 class UnusedSuppression(Rule):

@@ -436,6 +436,8 @@ def _models(f: _Facts) -> None:
         f.add("quantized_load", {"bits": bits}, c.node, c.qualname)
     for c in f.ix.calls:
         q = c.qualname or ""
+        if "()" in q:
+            continue  # a method of an optimizer object, not its construction
         if q.startswith("torch.optim.") or q.startswith("bitsandbytes.optim.") or q in ("transformers.AdamW", "transformers.Adafactor"):
             name = q.split(".")[-1].lower()
             if name in ("lr_scheduler", "zero_redundancy_optimizer") or "scheduler" in q or "lr_scheduler" in q:
