@@ -1,7 +1,7 @@
 """AMP: mixed precision."""
 from __future__ import annotations
 
-from gpulint.cost import avoidable
+from gpulint.cost import avoidable, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Related, Severity
 from gpulint.precision import precision_view
@@ -337,6 +337,173 @@ for x in loader:
                 )
 
 
+_TF_P4D = '''resource "aws_instance" "trainer" {
+  ami           = "ami-0abc"
+  instance_type = "p4d.24xlarge"
+}
+'''
+_TF_V100 = '''resource "aws_instance" "trainer" {
+  ami           = "ami-0abc"
+  instance_type = "p3.8xlarge"
+}
+'''
+_AMPERE_PLUS = ("Ampere", "Ada", "Hopper", "Blackwell")
+
+
+class Fp16OnBf16CapableGpu(Rule):
+    """fp16 is chosen although the workload's GPU supports bf16.
+
+    What it does:
+        Fires when every mixed-precision setting of the workload asks for fp16 and the GPU of its
+        instance (from the catalogue) has native bf16 (Ampere and newer: A100, A10G, L4, L40S, H100 ...).
+    Why it costs money:
+        bf16 runs at the same Tensor-Core rate as fp16 but has fp32's exponent range: no loss scaling,
+        no overflow-driven skipped steps, fewer diverged runs to pay for again.
+    How to fix:
+        Switch the dtype: ``torch.autocast("cuda", dtype=torch.bfloat16)`` and drop the GradScaler;
+        ``TrainingArguments(bf16=True)`` instead of ``fp16=True``; accelerate ``mixed_precision: bf16``;
+        Lightning ``precision="bf16-mixed"``; DeepSpeed ``"bf16": {"enabled": true}``.
+    Cost model:
+        No hourly figure: throughput is the same; the saving is the runs that fp16 overflow breaks.
+    Sources:
+        PyTorch AMP docs; NVIDIA Ampere architecture whitepaper (bf16 Tensor Cores).
+    """
+
+    code = "AMP003"
+    name = "fp16-on-bf16-capable-gpu"
+    severity = Severity.INFO
+    family = "AMP"
+    since = "0.1.0"
+    VALID = [
+        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\nTrainer(model=m, args=args).train()\n",
+                 "infra/main.tf": _TF_V100}, title="V100 has no bf16: fp16 is right"),
+        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
+                 "infra/main.tf": _TF_P4D}),
+    ]
+    INVALID = [
+        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\nTrainer(model=m, args=args).train()\n",
+                 "infra/main.tf": _TF_P4D}, expect=[Expect("train.py", 2, "bf16")]),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        c = wl.resolved.get("compute") or {}
+        if c.get("bf16_supported") is not True or trains_on_gpu(wl) is None:
+            return
+        view = precision_view(wl)
+        if not view.on or view.dtypes != {"fp16"}:
+            return
+        at = sorted(view.on, key=lambda p: p[0].loc)[0][0]
+        yield self.finding(at.loc, f"fp16 mixed precision on {c.get('gpu_model')} ({c.get('instance')}), which runs bf16 at the same speed without loss scaling",
+                           symbol=f"{wl.entrypoint}:fp16", workload=wl.name, related=compute_related(wl),
+                           cost=unpriced(f"No hourly figure: bf16 and fp16 run at the same Tensor-Core rate on {c.get('gpu_model')}."))
+
+
+class Bf16OnUnsupportedGpu(Rule):
+    """bf16 is requested on a GPU without native bf16 (V100, T4 and older).
+
+    What it does:
+        Fires when the workload enables bf16 (autocast dtype, ``bf16=True``, ``mixed_precision: bf16``,
+        DeepSpeed ``bf16``, Lightning ``bf16-mixed``) and its instance's GPU lacks bf16 Tensor Cores
+        according to the catalogue (Volta V100, Turing T4).
+    Why it costs money:
+        HF Trainer and accelerate refuse to start ("bf16 ... requires Ampere or higher"); raw PyTorch
+        falls back to slow non-Tensor-Core paths. Either the job dies after the instance is up, or it
+        runs slower than fp32-with-fp16-AMP would.
+    How to fix:
+        Use fp16 with loss scaling on these GPUs::
+
+            scaler = torch.amp.GradScaler("cuda")
+            with torch.autocast("cuda", dtype=torch.float16): ...
+
+        or move to an Ampere-or-newer instance (A10G, L4, A100, H100).
+    Cost model:
+        No hourly figure: the loss is a failed start or an unknown slowdown.
+    Sources:
+        training-facts §3.1: bf16 requires Ampere or newer; V100/T4 support fp16 only (NVIDIA datasheets).
+    """
+
+    code = "AMP004"
+    name = "bf16-on-unsupported-gpu"
+    severity = Severity.ERROR
+    family = "AMP"
+    since = "0.1.0"
+    VALID = [
+        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
+                 "infra/main.tf": _TF_P4D}),
+    ]
+    INVALID = [
+        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
+                 "infra/main.tf": _TF_V100}, expect=[Expect("train.py", 2, "V100")]),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        c = wl.resolved.get("compute") or {}
+        if c.get("bf16_supported") is not False or not wl.trains:
+            return
+        view = precision_view(wl)
+        for f, dtype in sorted(view.on, key=lambda p: p[0].loc):
+            if dtype == "bf16":
+                yield self.finding(f.loc, f"bf16 requested on {c.get('instance')} ({c.get('gpu_model')}), which has no bf16 Tensor Cores",
+                                   symbol=f"{wl.entrypoint}:bf16", workload=wl.name, related=compute_related(wl),
+                                   cost=unpriced(f"No hourly figure: on {c.get('instance')} the run fails at start or runs on slow non-Tensor-Core paths."))
+                return
+
+
+class Tf32NotEnabled(Rule):
+    """fp32 matmuls on an Ampere-or-newer GPU without TF32 enabled.
+
+    What it does:
+        Fires when a PyTorch workload trains in fp32 (no mixed precision) on an Ampere-or-newer GPU and
+        nothing enables TF32 for matmuls: ``torch.backends.cuda.matmul.allow_tf32 = True``,
+        ``torch.set_float32_matmul_precision("high")``, ``torch.backends.cuda.matmul.fp32_precision = "tf32"``
+        or ``TrainingArguments(tf32=True)``. PyTorch has left matmul TF32 off by default since 1.12.
+    Why it costs money:
+        On A100 fp32 matmuls run at 19.5 TFLOPS, TF32 Tensor-Core matmuls at 156: a one-line change
+        for most of the fp32 step time.
+    How to fix:
+        At start-up::
+
+            torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision("high")
+            torch.backends.cudnn.allow_tf32 = True
+
+        and better still, mixed precision (AMP001).
+    Cost model:
+        Not added to the total: it overlaps AMP001's saving on the same matmuls.
+    Sources:
+        PyTorch CUDA semantics, "TensorFloat-32 (TF32) on Ampere (and later) devices"; A100 datasheet.
+    """
+
+    code = "AMP005"
+    name = "tf32-not-enabled"
+    severity = Severity.INFO
+    family = "AMP"
+    since = "0.1.0"
+    _LOOP = "import torch\nmodel = model.cuda()\nfor x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()\n"
+    VALID = [
+        Example({"train.py": "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n" + _LOOP.split("\n", 1)[1], "infra/main.tf": _TF_P4D}),
+        Example({"train.py": _LOOP, "infra/main.tf": _TF_V100}, title="V100 has no TF32"),
+    ]
+    INVALID = [
+        Example({"train.py": _LOOP, "infra/main.tf": _TF_P4D}, expect=[Expect("train.py", 5, "TF32")]),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        c = wl.resolved.get("compute") or {}
+        if c.get("architecture") not in _AMPERE_PLUS:
+            return
+        trains = trains_on_gpu(wl)
+        if trains is None or trains.value.get("via") == "keras":
+            return
+        if (wl.resolved.get("precision") or {}).get("mixed") is not False:
+            return
+        tf32 = [f for f in wl.of("tf32") if f.value.get("what", "matmul") == "matmul" or f.key == "tf32"]
+        if any(f.value.get("enabled") is not False for f in tf32):
+            return  # enabled, or set to a value gpulint cannot decide
+        yield self.finding(trains.loc, f"fp32 matmuls on {c.get('gpu_model')} run without TF32 Tensor Cores (matmul TF32 is off by default since PyTorch 1.12)",
+                           symbol=f"{wl.entrypoint}:tf32", workload=wl.name, related=compute_related(wl),
+                           cost=unpriced("Not added to the total: it overlaps AMP001's saving on the same fp32 matmuls."))
+
+
 @hookimpl
 def gpulint_rules():
-    return [MissingMixedPrecision, Fp16WithoutLossScaling]
+    return [MissingMixedPrecision, Fp16WithoutLossScaling, Fp16OnBf16CapableGpu, Bf16OnUnsupportedGpu, Tf32NotEnabled]
