@@ -300,7 +300,8 @@ def test_session_open_change_save_hover_action_shutdown(tmp_path):
 
         hover = c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": amp["range"]["start"]})
         assert hover["contents"]["kind"] == "markdown"
-        assert "AMP001" in hover["contents"]["value"] and "autocast" in hover["contents"]["value"]
+        guidance = next(f.guidance for f in scan_files({"train.py": TRAIN_FP32}).findings if f.code == "AMP001")
+        assert "AMP001" in hover["contents"]["value"] and guidance.strip() in hover["contents"]["value"]
         assert c.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}) is None
 
         acts = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": amp["range"],
