@@ -1,0 +1,953 @@
+"""MEM: does the workload fit its GPUs, and does it need GPUs this big (or this many)?
+
+Every estimate comes from ``gpulint.memory``. Two setups are built per workload
+from its facts: an *optimistic* one (the least memory any reading of the facts
+allows: the most sharding, offload where it may be on, the smallest optimizer
+state) that MEM001 must still find too big, and a *conservative* one (HF's
+18 B/param accounting, no sharding or offload that is not certain, Adam when the
+optimizer is unknown) that MEM002/MEM003 must find small enough. Anything
+that cannot be decided either way keeps the rules silent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpulint.cost import avoidable, price_basis
+from gpulint.hookspecs import hookimpl
+from gpulint.memory import GiB, Estimate, TrainingSetup, estimate_inference, estimate_training
+from gpulint.model import CostImpact, Fact, Location, Related, Severity
+from gpulint.precision import precision_view, resolve_cli
+from gpulint.rule import Example, Expect, Rule
+from gpulint.workloads import Workload
+
+from ._common import compute_related, on_gpu, trains_on_gpu
+
+GB = 1e9
+#: share of a GPU's memory a conservative estimate may use: the rest is CUDA context, allocator
+#: fragmentation and temporary buffers (not counted by gpulint.memory)
+FIT_SHARE_COUNTED = 0.9
+#: share when activations (or adapters) are not counted: half the GPU is left for them
+FIT_SHARE_LOWER_BOUND = 0.5
+#: below this many parameters a model is "small" (training-facts §9: low confidence for small models)
+SMALL_MODEL = 1_000_000_000
+_NON_CUDA = ("Trainium", "Inferentia")
+_CONF = {"low": 0, "medium": 1, "high": 2}
+_MP_ARGS = ("tensor-model-parallel", "tensor_model_parallel", "pipeline-model-parallel", "pipeline_model_parallel",
+            "tensor_parallel", "tensor-parallel", "--tp", "--pp", "model_parallel", "model-parallel")
+
+
+# --------------------------------------------------------------------------- reading the facts
+
+def optimizer_name(text: Any) -> str | None:
+    """gpulint.memory optimizer for an optimizer as written (torch class name, HF ``optim`` string,
+    DeepSpeed ``optimizer.type``); None when it says nothing about state size. Paged optimizers can
+    evict their states to host memory, so their GPU share is not decided ("unknown")."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    t = text.strip().lower().replace("-", "_")
+    if "paged" in t or "lomo" in t or "galore" in t:
+        return "unknown"
+    if "8bit" in t or "8_bit" in t:
+        return "adam8bit" if "adam" in t else "unknown"
+    if "adafactor" in t:
+        return "adafactor"
+    if t in ("adam", "fusedadam", "cpuadam", "deepspeedcpuadam", "onebitadam", "zerooneadam"):
+        return "adam"
+    if "adam" in t or "lamb" in t:  # adamw*, lamb: two fp32 states like Adam
+        return "adamw"
+    if t == "sgd":
+        return "sgd"  # state size depends on momentum (0 by default): see _optimizers
+    return "unknown"
+
+
+def hf_fsdp(text: Any) -> tuple[str | None, bool | None]:
+    """(sharding, offload) from HF ``TrainingArguments(fsdp="full_shard auto_wrap offload")``."""
+    if isinstance(text, bool):
+        return ("fsdp_full" if text else None), None
+    if isinstance(text, list):
+        text = " ".join(map(str, text))
+    if not isinstance(text, str) or not text.strip():
+        return None, None
+    words = text.lower().split()
+    offload = "offload" in words
+    if "hybrid_shard" in words or "hybrid_shard_zero2" in words:
+        return "fsdp_hybrid", offload
+    if "shard_grad_op" in words:
+        return "fsdp_grad_op", offload
+    if "full_shard" in words:
+        return "fsdp_full", offload
+    return None, None
+
+
+_DS_STAGE = {0: "none", 1: "zero1", 2: "zero2", 3: "zero3"}
+_FSDP_STAGE = {0: "none", 2: "fsdp_grad_op", 3: "fsdp_full"}
+_SHARD_RANK = {"none": 0, "zero1": 1, "zero2": 2, "fsdp_grad_op": 2, "fsdp_hybrid": 3, "zero3": 4, "fsdp_full": 4}
+
+
+@dataclass
+class Sharding:
+    """What the facts say about sharding: the most and the least a reading allows."""
+
+    most: str = "none"
+    least: str = "none"
+    offload_opt: bool | None = False  # None = may be on
+    offload_params: bool | None = False
+    facts: list[Fact] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return self.most != "none"
+
+
+def sharding_of(wl: Workload) -> Sharding:
+    """Sharding stage and offload from DeepSpeed/accelerate configs, FSDP in code, HF ``fsdp=`` and launcher flags."""
+    options: list[tuple[str, bool | None, bool | None, Fact]] = []  # (sharding, offload_opt, offload_params, fact)
+    full = {"deepspeed": "zero3", "fsdp": "fsdp_full"}  # what an undecided stage may be, at most
+    for f in wl.of("sharding"):
+        v = f.value if isinstance(f.value, dict) else {}
+        stage = v.get("stage")
+        if v.get("via") == "deepspeed":
+            sh = _DS_STAGE.get(stage) if isinstance(stage, int) else None
+            oo, op = v.get("offload_optimizer"), v.get("offload_param")
+            if not isinstance(oo, bool) or not isinstance(op, bool):
+                oo = op = False if v.get("offload") is False else None
+            options.append((sh or "?deepspeed", oo, op, f))
+        else:  # fsdp in code: CPUOffload is not among the facts, so offload may be on
+            sh = _FSDP_STAGE.get(stage) if isinstance(stage, int) else None
+            if sh == "fsdp_full" and v.get("hybrid"):
+                sh = "fsdp_hybrid"
+            off = v.get("offload") if isinstance(v.get("offload"), bool) else None
+            options.append((sh or "?fsdp", off, off, f))
+    ds_facts = any(x.value.get("via") == "deepspeed" for x in wl.of("sharding"))
+    for f in wl.of("config.accelerate"):
+        dt = str(f.value.get("distributed_type") or "").upper()
+        if f.value.get("fsdp") or dt == "FSDP":
+            options.append(("?fsdp", None, None, f))
+        elif dt == "DEEPSPEED" and not ds_facts:
+            options.append(("?deepspeed", None, None, f))
+    for f in wl.of("config.hf_args"):
+        fs = f.value.get("fsdp")
+        fs = resolve_cli(fs, wl) if isinstance(fs, dict) else fs
+        if fs:
+            sh, off = hf_fsdp(fs)
+            options.append((sh or "?fsdp", off, off, f))
+    for l in wl.launchers:
+        if l.value.get("use_fsdp"):
+            options.append(("?fsdp", None, None, l))
+        elif l.value.get("use_deepspeed") and not ds_facts:
+            options.append(("?deepspeed", None, None, l))
+    out = Sharding()
+    if not options:
+        return out
+    most = [full[o[0][1:]] if o[0].startswith("?") else o[0] for o in options]
+    out.most = max(most, key=_SHARD_RANK.get)
+    out.least = "none" if any(o[0].startswith("?") for o in options) else min(most, key=_SHARD_RANK.get)
+    out.offload_opt = True if any(o[1] is True for o in options) else (None if any(o[1] is None for o in options) else False)
+    out.offload_params = True if any(o[2] is True for o in options) else (None if any(o[2] is None for o in options) else False)
+    out.facts = [o[3] for o in options]
+    return out
+
+
+def _optimizers(wl: Workload) -> tuple[list[str], Fact | None]:
+    """Optimizers the workload may use, and the fact that names one. A DeepSpeed config's
+    optimizer section wins over the code's (DeepSpeed builds it)."""
+    ds = [(optimizer_name(f.value.get("optimizer")), f) for f in wl.of("config.deepspeed") if f.value.get("optimizer")]
+    if ds:
+        return [n or "unknown" for n, _ in ds], ds[0][1]
+    found: list[tuple[str, Fact]] = []
+    for f in wl.code_facts("optimizer"):
+        name = optimizer_name(f.value.get("name"))
+        if name == "sgd":
+            name = "unknown"  # momentum (one 4 B state) is off by default and not among the facts
+        if name:
+            found.append((name, f))
+    for f in wl.of("config.hf_args"):
+        optim = f.value.get("optim")
+        optim = resolve_cli(optim, wl) if isinstance(optim, dict) else optim
+        if isinstance(optim, str):
+            found.append((optimizer_name(optim) or "unknown", f))
+        elif "optim" in f.value:
+            found.append(("unknown", f))
+    if not found and any(t.value.get("via") in ("hf_trainer", "sft_trainer") for t in wl.code_facts("trains")):
+        hf = next(iter(wl.of("config.hf_args")), None) or next(iter(wl.code_facts("trains")))
+        return ["adamw"], hf  # TrainingArguments.optim defaults to AdamW (adamw_torch)
+    return [n for n, _ in found], (found[0][1] if found else None)
+
+
+_OPT_BYTES = {"adam": 8, "adamw": 8, "sgd": 4, "adam8bit": 2, "adafactor": 4, "unknown": 0}
+OPT_WORDS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "adam8bit": "8-bit Adam", "adafactor": "Adafactor",
+             "unknown": "an optimizer of unknown state size"}
+
+
+def processes_per_node(wl: Workload) -> int | None:
+    """GPU processes the workload's launcher starts per node; None when not decided.
+
+    torchrun without ``--nproc_per_node`` starts one; ``deepspeed`` without ``--num_gpus`` all the
+    node's GPUs; ``accelerate launch`` takes ``--num_processes`` or its config (without either the
+    machine's default config decides); plain ``python`` starts one.
+    """
+    c = wl.resolved.get("compute") or {}
+    results: set[int | None] = set()
+    for l in wl.launchers:
+        v = l.value
+        flags = {k.lstrip("-").replace("-", "_") for k in ((l.attrs or {}).get("flags") or {})}
+        tool = v.get("tool")
+        n = v.get("nproc_per_node")
+        if isinstance(n, int) and not isinstance(n, bool):
+            results.add(n)
+        elif tool in ("torchrun", "torch.distributed.run", "torch.distributed.launch"):
+            results.add(None if "nproc_per_node" in flags else 1)
+        elif tool == "deepspeed":
+            results.add(None if flags & {"num_gpus", "include", "exclude", "i", "e", "hostfile", "H"} else c.get("gpus_per_node"))
+        elif tool == "accelerate":
+            results.add(_accelerate_procs(wl, v))
+        elif tool == "python" and not v.get("wrapper"):
+            results.add(1)
+        else:
+            results.add(None)
+    if len(results) != 1:
+        return None
+    return results.pop()
+
+
+def _accelerate_procs(wl: Workload, v: dict) -> int | None:
+    machines = v.get("num_machines")
+    total = v.get("num_processes")
+    for f in wl.of("config.accelerate"):
+        machines = machines or f.value.get("num_machines")
+        total = total or f.value.get("num_processes")
+    if isinstance(total, int) and isinstance(machines, int) and machines > 0 and total % machines == 0:
+        return total // machines
+    if isinstance(total, int) and machines is None:
+        return total
+    return None
+
+
+def data_parallel(wl: Workload) -> bool:
+    """Does each GPU hold its own replica of the model (DDP, DataParallel, several processes)?"""
+    if wl.code_facts("ddp") or wl.code_facts("dataparallel"):
+        return True
+    procs = processes_per_node(wl)
+    nodes = (wl.resolved.get("compute") or {}).get("nodes") or 1
+    return bool(procs and procs * nodes > 1)
+
+
+def model_parallel_hint(wl: Workload) -> bool:
+    """Launcher arguments of tensor/pipeline model parallelism (Megatron, NeMo ...): not modelled."""
+    for l in wl.launchers:
+        for a in l.value.get("args") or []:
+            if isinstance(a, str) and any(m in a.lower() for m in _MP_ARGS):
+                return True
+    return False
+
+
+def _checkpointing(wl: Workload) -> tuple[bool | None, Fact | None]:
+    """(True on / False off / None undecided, the fact). No fact at all is off (the default everywhere)."""
+    facts = wl.of("grad_checkpointing")
+    vals = []
+    for f in facts:
+        e = f.value.get("enabled") if isinstance(f.value, dict) else None
+        e = resolve_cli(e, wl) if isinstance(e, dict) else e
+        vals.append((e if isinstance(e, bool) else None, f))
+    if any(v is True for v, _ in vals):
+        return True, next(f for v, f in vals if v is True)
+    if any(v is None for v, _ in vals):
+        return None, vals[0][1]
+    return False, (vals[0][1] if vals else None)
+
+
+def _int_value(v: Any, wl: Workload) -> int | None:
+    v = resolve_cli(v, wl) if isinstance(v, dict) else v
+    if isinstance(v, str) and v.isdigit():
+        v = int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def shape_of(wl: Workload, opts: dict | None = None) -> tuple[int | None, int | None]:
+    """(sequence length, micro-batch per GPU) from the workload's arguments or the rule options."""
+    seq = mb = None
+    for f in wl.of("config.hf_args"):
+        for key in ("max_seq_length", "max_length", "model_max_length", "block_size"):
+            seq = seq or _int_value(f.value.get(key), wl)
+        mb = mb or _int_value(f.value.get("per_device_train_batch_size"), wl)
+    for f in wl.of("config.deepspeed"):
+        mb = mb or _int_value(f.value.get("train_micro_batch_size_per_gpu"), wl)
+    opts = opts or {}
+    return seq or _int_value(opts.get("seq_len"), wl), mb or _int_value(opts.get("micro_batch"), wl)
+
+
+# --------------------------------------------------------------------------- the profile
+
+@dataclass
+class Profile:
+    """What MEM rules need of a workload, decided once."""
+
+    name: str
+    params: int
+    dims: dict
+    precision_lo: str  # the regime with the least memory a reading allows
+    precision_hi: str
+    precision_words: str
+    optimizers: list[str]
+    optimizer_fact: Fact | None
+    sharding: Sharding
+    lora: bool
+    quant_bits: int | None
+    checkpointing: bool | None
+    checkpointing_fact: Fact | None
+    nodes: int | None
+    gpus_per_node: int | None
+    replicas: bool
+    model_fact: Fact | None
+    fine_tune: bool
+
+    @property
+    def n_gpus(self) -> int | None:
+        return self.nodes * self.gpus_per_node if self.nodes and self.gpus_per_node else None
+
+    def setup(self, optimistic: bool, n_gpus: int, gpus_per_node: int | None = None, **kw) -> TrainingSetup:
+        opt = (min if optimistic else max)(self.optimizers or ["unknown" if optimistic else "adamw"], key=_OPT_BYTES.get)
+        sh = self.sharding
+        if optimistic:
+            sharding, oo, op = sh.most, sh.offload_opt is not False, sh.offload_params is not False
+        else:
+            sharding, oo, op = sh.least, sh.offload_opt is True, sh.offload_params is True
+        if sharding == "none":
+            oo = op = False  # ZeRO-Offload / FSDP CPUOffload need a sharding engine
+        bits = self.quant_bits
+        trainable = None
+        if self.lora and not bits:
+            # adapter size is not among the facts: optimistic counts a 1-parameter adapter (frozen base only);
+            # conservative treats every parameter as trainable (an upper bound)
+            trainable = 1 if optimistic else None
+        elif bits and not self.lora:
+            bits = None  # quantized weights cannot be fully fine-tuned: treat as a plain load
+        precision = self.precision_lo if optimistic else self.precision_hi
+        d = self.dims
+        return TrainingSetup(
+            params=self.params, trainable_params=trainable, precision=precision, optimizer=opt, sharding=sharding,
+            n_gpus=max(1, n_gpus), gpus_per_node=gpus_per_node, offload_optimizer=oo, offload_params=op,
+            quantized_bits=bits, accounting="zero" if optimistic else "hf",
+            layers=_pos(d.get("layers")), hidden=_pos(d.get("hidden")), heads=_pos(d.get("heads")), **kw)
+
+
+def _pos(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def profile(wl: Workload) -> Profile | None:
+    """The workload's model, precision, optimizer, sharding and GPUs; None without a model size."""
+    model = wl.resolved.get("model") or {}
+    params = model.get("params")
+    if not isinstance(params, int) or isinstance(params, bool) or params <= 0:
+        return None
+    c = wl.resolved.get("compute") or {}
+    view = precision_view(wl)
+    casts = [f for f, d in view.on if f.kind == "precision" and f.value.get("mechanism") == "model_cast" and d in ("bf16", "fp16")]
+    sh = sharding_of(wl)
+    deepspeed = any(f.value.get("via") == "deepspeed" for f in wl.of("sharding")) or wl.of("config.deepspeed")
+    dtypes = view.dtypes
+    if view.on:
+        # params cast to 16 bit train without an fp32 master copy, unless DeepSpeed keeps one
+        lo = (casts[0].value.get("dtype") if casts and not deepspeed else "mixed")
+        hi = "mixed"
+        words = "in pure " + lo if lo in ("bf16", "fp16") else "in mixed precision"
+    elif view.decided_off:
+        lo = hi = "fp32"
+        words = "in fp32"
+    else:
+        lo, hi, words = "mixed", "mixed", "in undecided precision (counted as mixed)"
+    if "bf16" in dtypes and lo == "mixed":
+        words = "in bf16 mixed precision"
+    elif "fp16" in dtypes and lo == "mixed":
+        words = "in fp16 mixed precision"
+    quant = [f.value.get("bits") for f in wl.of("quantized_load") if f.value.get("bits") in (4, 8)]
+    bits = 4 if model.get("load_in_4bit") or 4 in quant else 8 if model.get("load_in_8bit") or 8 in quant else None
+    ck, ck_fact = _checkpointing(wl)
+    opts, opt_fact = _optimizers(wl)
+    mfacts = [f for f in wl.of("model.name") if f.value == model.get("name")]
+    name = str(model.get("name") or "the model").rstrip("/").rsplit("/", 1)[-1]
+    return Profile(
+        name=name, params=params, dims=dict(model.get("dims") or {}), precision_lo=lo, precision_hi=hi,
+        precision_words=words, optimizers=opts, optimizer_fact=opt_fact, sharding=sh, lora=bool(wl.of("peft")),
+        quant_bits=bits, checkpointing=ck, checkpointing_fact=ck_fact, nodes=c.get("nodes") if c.get("nodes") else None,
+        gpus_per_node=c.get("gpus_per_node"), replicas=data_parallel(wl), model_fact=mfacts[0] if mfacts else None,
+        fine_tune=bool(mfacts),
+    )
+
+
+def optimistic_per_gpu(p: Profile, est: Estimate) -> tuple[float, str]:
+    """Per-GPU bytes of an optimistic estimate, and how it was spread. Without sharding and without
+    data-parallel replicas (one process), the model may be spread over the node's GPUs
+    (``device_map="auto"``), so the estimate is divided by them."""
+    if not p.sharding.any and not p.replicas and (p.gpus_per_node or 1) > 1:
+        return est.total_bytes / p.gpus_per_node, f"even spread over all {p.gpus_per_node} GPUs of a node"
+    return float(est.total_bytes), ""
+
+
+def fits(est: Estimate, gpu_gib: float) -> bool:
+    """Conservative fit: the estimate stays within 90% of the GPU (50% when it is a lower bound)."""
+    share = FIT_SHARE_LOWER_BOUND if est.lower_bound else FIT_SHARE_COUNTED
+    return est.total_bytes <= share * gpu_gib * GiB
+
+
+def _regime_words(p: Profile, s: TrainingSetup) -> str:
+    if p.quant_bits and p.lora:
+        what = f"QLoRA ({p.quant_bits}-bit base)"
+    elif p.lora:
+        what = "LoRA"
+    else:
+        what = "full fine-tuning" if p.fine_tune else "training"
+    opt = OPT_WORDS[s.optimizer]
+    return f"{p.name} ({p.params / 1e9:.1f}B params) {what} with {opt} {p.precision_words}"
+
+
+def _sharding_words(s: TrainingSetup) -> str:
+    if s.sharding == "none":
+        return "without sharding"
+    label = {"zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3", "fsdp_full": "FSDP full sharding",
+             "fsdp_grad_op": "FSDP SHARD_GRAD_OP", "fsdp_hybrid": "FSDP hybrid sharding"}[s.sharding]
+    off = [w for w, on in (("optimizer", s.offload_optimizer), ("parameters", s.offload_params)) if on]
+    return f"with {label} over {s.n_gpus} GPUs" + (f" and {' and '.join(off)} offloaded to CPU" if off else "")
+
+
+def _gpus_words(c: dict) -> str:
+    model = str(c.get("gpu_model") or "GPU").split("-")[0]
+    return f"{c.get('instance')} has {c.get('gpu_count')}x {c.get('gpu_memory_gib'):.1f} GiB {model}"
+
+
+def _instance_loc(wl: Workload) -> Location | None:
+    c = wl.resolved.get("compute") or {}
+    where = c.get("instance_fact")
+    if wl.compute is not None:
+        for f in wl.compute.facts:
+            if f.kind == "compute.instance_type" and f.loc.short() == where:
+                return f.loc
+        return wl.compute.loc
+    return None
+
+
+def _assumptions(est: Estimate, extra: str = "") -> str:
+    return "Estimate assumptions: " + "; ".join(est.assumptions + ([extra] if extra else [])) + "."
+
+
+# --------------------------------------------------------------------------- MEM001
+
+def _mem001_inputs(wl: Workload):
+    """(profile, compute) when a fit can be judged, else None."""
+    c = wl.resolved.get("compute") or {}
+    if not c.get("instance") or not c.get("gpu_memory_gib") or model_parallel_hint(wl):
+        return None
+    if not on_gpu(wl) or str(c.get("gpu_model") or "").startswith(_NON_CUDA):
+        return None
+    p = profile(wl)
+    if p is None or not p.gpus_per_node:
+        return None
+    return p, c
+
+
+def optimistic_training(p: Profile) -> tuple[TrainingSetup, Estimate] | None:
+    """The least per-GPU memory any reading of the facts allows; None when the GPU count a
+    sharded job spreads over is unknown (more nodes could always make it fit)."""
+    if p.sharding.any and p.n_gpus is None:
+        return None
+    # activations as if fully recomputed: what no checkpointing setting can remove (MEM003 covers the rest)
+    s = p.setup(True, p.n_gpus or 1, p.gpus_per_node, grad_checkpointing=True)
+    return s, estimate_training(s)
+
+
+class ModelExceedsGpuMemory(Rule):
+    """The model cannot be trained (or served) on the workload's GPUs: even the smallest estimate exceeds their memory.
+
+    What it does:
+        Estimates per-GPU memory from the model size (known-model table, HF ``config.json`` or the name),
+        the precision (AMP, bf16/fp16 casts, DeepSpeed/accelerate/HF settings), the optimizer (code,
+        HF ``optim``, DeepSpeed ``optimizer``; HF Trainer's default AdamW), sharding (DeepSpeed ZeRO
+        stage and offload, FSDP, HF ``fsdp=``) over nodes x GPUs per node, LoRA/QLoRA (``peft``,
+        ``load_in_4bit``/``BitsAndBytesConfig``) and gradient checkpointing, and compares it with the
+        GPU memory of the instance the workload runs on. It takes the *optimistic* reading of every
+        undecided setting (the most sharding, offload where it may be on, the smallest optimizer state,
+        activations as if recomputed, a single process spread over all of a node's GPUs) and fires only
+        when even that does not fit. Inference workloads compare the 16-bit (or quantized) weights, spread
+        over all GPUs, with GPU memory. Tensor/pipeline-parallel launch arguments keep it silent.
+    Why it costs money:
+        The job dies with CUDA out-of-memory at the first step (or while loading), after the instances
+        have been provisioned, images pulled and data staged. Retry loops and schedulers keep the
+        billed GPUs up while nothing trains.
+    How to fix:
+        Shard the model states over enough GPUs, train adapters instead of all weights, or move to
+        GPUs with more memory. Before (replicated AdamW states, 16 B/param on every GPU)::
+
+            torchrun --nproc_per_node 4 train.py          # Llama-2-70B on 4x A10G
+
+        After (ZeRO-3 over 4 nodes of 8x A100-80GB: 16 B x 69B / 32 GPUs = 34.5 GB each)::
+
+            deepspeed --num_nodes 4 --num_gpus 8 train.py --deepspeed ds_zero3.json
+            # ds_zero3.json: {"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}
+
+        or LoRA/QLoRA (``peft.get_peft_model`` on a 4-bit ``BitsAndBytesConfig`` load).
+    Cost model:
+        The job cannot run as configured, so the whole hourly price of its instances (all nodes,
+        catalogue price with region, date and source) is at risk for as long as they stay up.
+        Without a known, priced instance no figure is given.
+    Sources:
+        training-facts §1: HF "Model training anatomy" (16-18 B/param for mixed-precision AdamW),
+        Rajbhandari et al., ZeRO (arXiv:1910.02054) §3.1 and §5 (stage formulas), Korthikanti et al.
+        (arXiv:2205.05198) activation memory, Dettmers et al., QLoRA (arXiv:2305.14314).
+    """
+
+    code = "MEM001"
+    name = "model-exceeds-gpu-memory"
+    severity = Severity.ERROR
+    family = "MEM"
+    since = "0.1.0"
+
+    VALID = [
+        Example(
+            {
+                "train.py": """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-70b-hf")
+args = TrainingArguments(output_dir="/fsx/out", bf16=True, deepspeed="ds_zero3.json",
+                         dataloader_num_workers=8)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+                "ds_zero3.json": """\
+{
+  "bf16": {"enabled": true},
+  "zero_optimization": {"stage": 3},
+  "train_micro_batch_size_per_gpu": 1
+}
+""",
+                "scripts/launch.sh": "deepspeed --num_nodes 4 --num_gpus 8 train.py\n",
+                "infra/main.tf": """\
+resource "aws_instance" "trainer" {
+  count         = 4
+  ami           = "ami-0123456789abcdef0"
+  instance_type = "p4de.24xlarge"
+}
+""",
+            },
+            title="Llama-2-70B with ZeRO-3 over 4x p4de.24xlarge (32x A100-80GB): 34.5 GB of states per GPU",
+        ),
+        Example(
+            {
+                "train.py": """\
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments
+bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-13b-hf", quantization_config=bnb)
+model = get_peft_model(model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"]))
+args = TrainingArguments(output_dir="out", bf16=True, dataloader_num_workers=4)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+                "sky.yaml": """\
+resources:
+  accelerators: A10G:1
+run: python train.py
+""",
+            },
+            title="QLoRA of a 13B model on one 24 GB GPU (about 7 GB of 4-bit weights)",
+        ),
+        Example(
+            {
+                "train.py": """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-70b-hf")
+args = TrainingArguments(output_dir="out", bf16=True, deepspeed="ds.json")
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+                "ds.json": '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 3}}\n',
+                "run.sh": "deepspeed --hostfile hosts train.py\n",
+                "infra/main.tf": 'resource "aws_instance" "trainer" {\n  instance_type = "p4de.24xlarge"\n  count = var.n\n}\n',
+            },
+            title="ZeRO-3 over an unknown number of nodes: more nodes could make it fit, so silent",
+        ),
+    ]
+    INVALID = [
+        Example(
+            {
+                "train.py": """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-70b-hf")
+args = TrainingArguments(output_dir="out", bf16=True, dataloader_num_workers=8)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+                "scripts/train.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n",
+                "infra/main.tf": """\
+resource "aws_instance" "trainer" {
+  ami           = "ami-0123456789abcdef0"
+  instance_type = "g5.12xlarge"
+}
+""",
+            },
+            expect=[Expect("train.py", 2, ("Llama-2-70b-hf (69.0B params) full fine-tuning with AdamW", "~1104 GB",
+                                            "without sharding", "g5.12xlarge has 4x 22.4 GiB A10G"))],
+            title="Llama-2-70B full fine-tuning, DDP replicas on g5.12xlarge",
+        ),
+        Example(
+            {
+                "serve.py": """\
+import torch
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-70b-hf", torch_dtype=torch.float16, device_map="auto")
+with torch.inference_mode():
+    out = model.generate(**inputs)
+""",
+                "k8s/serve.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama-serve
+spec:
+  template:
+    spec:
+      nodeSelector:
+        node.kubernetes.io/instance-type: g5.12xlarge
+      containers:
+        - name: server
+          image: ghcr.io/acme/serve:1.0
+          command: ["python", "serve.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 4
+""",
+            },
+            expect=[Expect("serve.py", 3, ("inference", "~138 GB", "34.5 GB per GPU", "g5.12xlarge has 4x 22.4 GiB A10G"))],
+            title="serving Llama-2-70B in fp16 on 4x A10G",
+        ),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        got = _mem001_inputs(wl)
+        if got is None:
+            return
+        p, c = got
+        gpu_bytes = c["gpu_memory_gib"] * GiB
+        trains = trains_on_gpu(wl)
+        if trains is None:
+            if wl.code_facts("inference"):
+                yield from self._inference(wl, p, c, gpu_bytes)
+            return
+        got = optimistic_training(p)
+        if got is None:
+            return
+        setup, est = got
+        per_gpu, spread = optimistic_per_gpu(p, est)
+        if per_gpu <= gpu_bytes:
+            return
+        at = p.model_fact or trains
+        what = "model states" if "activations" not in est.breakdown else "model states and recomputed activations"
+        figure = f"~{est.total_bytes / GB:.0f} GB ({est.total_bytes / GiB:.0f} GiB) of {what} per GPU {_sharding_words(setup)}"
+        if spread:
+            figure = f"~{est.total_bytes / GB:.0f} GB of {what}, {per_gpu / GB:.1f} GB per GPU {spread}"
+        related = compute_related(wl) + [Related(f.loc, f"sharding: {f.key or f.kind}") for f in p.sharding.facts[:2]]
+        if p.optimizer_fact is not None:
+            related.append(Related(p.optimizer_fact.loc, f"optimizer: {OPT_WORDS[setup.optimizer]}"))
+        yield self.finding(
+            at.loc,
+            f"{_regime_words(p, setup)} needs {figure}; {_gpus_words(c)}",
+            symbol=f"{wl.entrypoint}:{p.name}",
+            related=related,
+            guidance=_mem001_guidance(p, setup, est, c),
+            cost=avoidable(wl, 1.0, "the job cannot run as configured (CUDA out of memory), so the whole hourly price is at risk "
+                                    "while the instances stay up", "medium"),
+            workload=wl.name,
+        )
+
+    def _inference(self, wl: Workload, p: Profile, c: dict, gpu_bytes: float):
+        bpp = {4: 0.5, 8: 1.0}.get(p.quant_bits or 0, 2.0)
+        est = estimate_inference(p.params, bpp)
+        gpus = p.n_gpus or p.gpus_per_node
+        per_gpu = est.total_bytes / gpus  # device_map / tensor parallel can spread the weights over every GPU
+        if per_gpu <= gpu_bytes:
+            return
+        at = p.model_fact or wl.code_facts("inference")[0]
+        kind = f"{p.quant_bits}-bit" if p.quant_bits else "16-bit"
+        yield self.finding(
+            at.loc,
+            f"{p.name} ({p.params / 1e9:.1f}B params) inference needs ~{est.total_bytes / GB:.0f} GB of {kind} weights, "
+            f"{per_gpu / GB:.1f} GB per GPU even spread over all {gpus} GPUs; {_gpus_words(c)}",
+            symbol=f"{wl.entrypoint}:{p.name}:inference",
+            related=compute_related(wl),
+            guidance=("Serve on GPUs whose total memory holds the weights plus the KV cache, or quantize (AWQ/GPTQ 4-bit "
+                      "roughly quarters the weights). " + _assumptions(est, "weights spread evenly over every GPU (optimistic)")),
+            cost=avoidable(wl, 1.0, "the model cannot load on these GPUs, so the whole hourly price is at risk", "medium"),
+            workload=wl.name,
+        )
+
+
+def _mem001_guidance(p: Profile, s: TrainingSetup, est: Estimate, c: dict) -> str:
+    gpu = c["gpu_memory_gib"] * GiB
+    zero3_states = p.params * 16
+    need = -(-zero3_states // int(0.8 * gpu))  # GPUs so that ZeRO-3 states use at most 80% of each
+    per = c.get("gpu_count") or 1
+    fix = (f"Shard the states: ZeRO-3 / FSDP FULL_SHARD divides the {zero3_states / GB:.0f} GB of mixed-precision AdamW states "
+           f"(16 B/param) over all GPUs, so at least {need} GPUs of this size ({-(-need // per)} x {c['instance']}) before "
+           f"activations; or train LoRA/QLoRA adapters on a frozen 16-bit/4-bit base ({p.params * 2 / GB:.0f} / "
+           f"{p.params * 0.55 / GB:.0f} GB), or use GPUs with more memory. ")
+    return fix + _assumptions(est, "optimistic reading of undecided settings (this is a lower bound)")
+
+
+# --------------------------------------------------------------------------- MEM002
+
+def uses_multi_gpu(wl: Workload, p: Profile) -> bool:
+    """Data parallel in several processes, DataParallel, or a sharding engine: keep at least 2 GPUs."""
+    return p.replicas or p.sharding.any or bool(wl.code_facts("dataparallel"))
+
+
+def conservative_estimate(p: Profile, gpus_per_node: int) -> Estimate:
+    """Per-GPU memory on a node of ``gpus_per_node`` GPUs (same node count), reading every undecided
+    setting the expensive way: HF 18 B/param accounting, Adam, only certain sharding and offload,
+    no recomputation unless it is on, attention scores stored."""
+    n = (p.nodes or 1) * gpus_per_node
+    return estimate_training(p.setup(False, n, gpus_per_node, grad_checkpointing=p.checkpointing is True,
+                                     flash_attention=False))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instance: Any  # catalogue Instance
+    usd_per_hour: float
+    usd_per_pflop_hour: float
+    estimate: Estimate
+
+
+def cheaper_fit(wl: Workload, p: Profile, cat: Any) -> tuple[Candidate, Any, float] | None:
+    """The cheapest same-provider catalogue instance that fits conservatively, keeps every feature the
+    workload uses (bf16/fp8, several GPUs, RDMA across nodes), is not retired, is meant for training, costs
+    at most half per hour and less per unit of work; with the current instance and its $/PF-h."""
+    c = wl.resolved.get("compute") or {}
+    cur = cat.resolve(c.get("instance"), provider=c.get("provider"))
+    if cur is None:
+        return None
+    cur_price = cat.price(cur).usd_per_hour
+    cur_pf = cat.usd_per_pflop_hour(cur)
+    if not cur_price or not cur_pf:
+        return None
+    dtypes = precision_view(wl).dtypes
+    multi = uses_multi_gpu(wl, p)
+    nodes = p.nodes or 1
+    need_rdma = nodes > 1 and cur.rdma not in (None, "none")
+    best: Candidate | None = None
+    for inst in cat.instances():
+        if inst.provider != cur.provider or inst.name == cur.name or inst.retired or inst.training_suitable is not True:
+            continue
+        if str(inst.gpu_model).startswith(_NON_CUDA) != str(cur.gpu_model).startswith(_NON_CUDA):
+            continue
+        if ("bf16" in dtypes and not inst.bf16_supported) or ("fp8" in dtypes and not inst.fp8_supported):
+            continue
+        if (multi and inst.gpu_count < 2) or (need_rdma and inst.rdma in (None, "none")):
+            continue
+        price = cat.price(inst).usd_per_hour
+        pf = cat.usd_per_pflop_hour(inst)
+        if not price or not pf or price > 0.5 * cur_price or pf >= cur_pf:
+            continue
+        est = conservative_estimate(p, inst.gpu_count)
+        if not fits(est, inst.gpu_memory_gib):
+            continue
+        if best is None or (price, pf) < (best.usd_per_hour, best.usd_per_pflop_hour):
+            best = Candidate(inst, price, pf, est)
+    return (best, cur, cur_pf) if best else None
+
+
+def mem002_confidence(p: Profile, cur: Any, cand: Any, cat: Any, multi: bool) -> str:
+    """training-facts §9: low for small models and for multi-GPU moves from NVLink/NVSwitch onto
+    PCIe-only parts; medium otherwise; never above the catalogue's confidence in the throughput figures."""
+    conf = "medium"
+    if p.params < SMALL_MODEL:
+        conf = "low"
+    if multi and cur.gpu_interconnect in ("nvlink", "nvswitch") and cand.gpu_interconnect not in ("nvlink", "nvswitch"):
+        conf = "low"
+    for inst in (cur, cand):
+        g = cat.gpu(inst)
+        gc = (g.confidence if g else None) or "low"
+        if _CONF.get(gc, 0) < _CONF[conf]:
+            conf = gc
+    return conf
+
+
+class OversizedInstance(Rule):
+    """The workload fits an instance that costs at most half as much per hour and less per unit of work.
+
+    What it does:
+        Estimates the workload's per-GPU training memory the *conservative* way (HF's 18 B/param for
+        mixed-precision AdamW, Adam when the optimizer is unknown, only sharding and offload that are
+        certain, no recomputation unless it is on) and searches the catalogue, on the same provider, for
+        the cheapest instance that holds it (within 90% of GPU memory, or 50% when activations are not
+        counted) and keeps every feature the workload uses: bf16 (or fp8) support, two or more GPUs
+        for DDP/DataParallel/sharded or multi-process jobs, RDMA for multi-node jobs, CUDA (no
+        Trainium/Inferentia). The proposal must cost at most half per hour *and* less per unit of work
+        (price per hour over aggregate dense bf16/fp16 tensor throughput), and be neither retired nor
+        unsuitable for training. Memory fit alone is not enough: a smaller GPU runs the job longer.
+    Why it costs money:
+        A job that fits a cheaper GPU pays the premium of the bigger one every hour; when the cheaper
+        instance also delivers more peak throughput per dollar, the run as a whole costs less.
+    How to fix:
+        Move the workload to the proposed instance and match the process count to its GPUs. Before::
+
+            instance_type = "p4d.24xlarge"                 # 8x A100-40GB, $21.96/h
+            torchrun --nproc_per_node 8 train.py           # BERT-base
+
+        After::
+
+            instance_type = "g6e.12xlarge"                 # 4x L40S-48GB
+            torchrun --nproc_per_node 4 train.py
+
+        Measure a few hundred steps on both before switching a long run: small models rarely keep
+        big GPUs busy, so the gain is often larger, but the peak figures are not a measurement.
+    Cost model:
+        Both prices are catalogue list prices (region, date and source in the basis). Assuming equal
+        utilisation of the two instances' peak dense 16-bit throughput, the same work costs
+        current price x (candidate $/PF-h / current $/PF-h), so the avoidable spend per hour of the
+        current run is current price x (1 - ratio). Confidence follows training-facts §9: low for
+        models under 1B parameters or multi-GPU moves from NVLink onto PCIe, capped at the catalogue's
+        confidence in the throughput figures.
+    Sources:
+        training-facts §9 (cost per unit of work, utilisation caveat: stas00/ml-engineering MAMF
+        table); §1 (memory per parameter: HF model_memory_anatomy, ZeRO paper); gpu-instances.yaml
+        prices and gpu_models dense peaks.
+    """
+
+    code = "MEM002"
+    name = "oversized-instance"
+    severity = Severity.WARNING
+    family = "MEM"
+    since = "0.1.0"
+
+    VALID = [
+        Example(
+            {
+                "train.py": """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-13b-hf")
+args = TrainingArguments(output_dir="out", bf16=True, deepspeed="ds.json", dataloader_num_workers=8)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+                "ds.json": '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 2}}\n',
+                "run.sh": "deepspeed --num_gpus 8 train.py\n",
+                "infra/main.tf": 'resource "aws_instance" "trainer" {\n  instance_type = "p4d.24xlarge"\n}\n',
+            },
+            title="13B full fine-tuning with ZeRO-2 on 8x A100-40GB: nothing cheaper holds it",
+        ),
+        Example(
+            {
+                "train.py": """\
+import torch
+from transformers import AutoModelForSequenceClassification
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased").cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
+for batch in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(**batch).loss
+    loss.backward()
+    opt.step()
+""",
+                "run.sh": "python train.py\n",
+                "infra/main.tf": 'resource "aws_instance" "trainer" {\n  instance_type = "g6.xlarge"\n}\n',
+            },
+            title="BERT-base on one L4: already the cheapest fit",
+        ),
+    ]
+    INVALID = [
+        Example(
+            {
+                "train.py": """\
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=2)
+args = TrainingArguments(output_dir="out", bf16=True, per_device_train_batch_size=32, dataloader_num_workers=4)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+                "scripts/train.sh": "torchrun --nproc_per_node 8 train.py\n",
+                "infra/main.tf": """\
+resource "aws_instance" "trainer" {
+  ami           = "ami-0123456789abcdef0"
+  instance_type = "p4d.24xlarge"
+}
+""",
+            },
+            expect=[Expect("infra/main.tf", 3, ("p4d.24xlarge", "g6e.12xlarge", "$21.96/h", "$10.49/h", "$11.47/h less"))],
+            title="BERT-base DDP on 8x A100: 4x L40S holds it for less than half the price",
+        ),
+        Example(
+            {
+                "train.py": """\
+import torch
+from transformers import AutoModelForSequenceClassification
+model = AutoModelForSequenceClassification.from_pretrained("roberta-base").cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
+for batch in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(**batch).loss
+    loss.backward()
+    opt.step()
+""",
+                "sky.yaml": "resources:\n  instance_type: g6e.4xlarge\nrun: python train.py\n",
+            },
+            expect=[Expect("sky.yaml", 2, ("g6e.4xlarge", "g6.xlarge (1x L4-24GB, $0.80/h)", "$2.20/h less"))],
+            title="one L40S with a bigger host than a single-process job needs",
+        ),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        trains = trains_on_gpu(wl)
+        c = wl.resolved.get("compute") or {}
+        if trains is None or not c.get("instance") or model_parallel_hint(wl):
+            return
+        p = profile(wl)
+        if p is None or not p.gpus_per_node or (p.sharding.any and p.nodes is None):
+            return
+        if not fits(conservative_estimate(p, p.gpus_per_node), c["gpu_memory_gib"]):
+            return  # not sure it fits where it runs: nothing to compare (MEM001 judges the other way)
+        got = cheaper_fit(wl, p, ctx.catalogue)
+        if got is None:
+            return
+        cand, cur, cur_pf = got
+        cat = ctx.catalogue
+        inst = cand.instance
+        nodes = p.nodes or 1
+        cur_price = cat.price(cur).usd_per_hour
+        diff = (cur_price - cand.usd_per_hour) * nodes
+        ratio = cand.usd_per_pflop_hour / cur_pf
+        saving = round(cur_price * nodes * (1 - ratio), 2)
+        multi = uses_multi_gpu(wl, p)
+        g_cur, g_new = cat.gpu(cur), cat.gpu(inst)
+        cp, np_ = cat.price(cur), cat.price(inst)
+        n = f"{nodes} x " if nodes > 1 else ""
+        basis = (f"{n}{cur.name} at ${cur_price:.2f}/h ({cp.region}, price as of {cp.as_of}; {cp.source}) vs {n}{inst.name} at "
+                 f"${cand.usd_per_hour:.2f}/h ({np_.region}, price as of {np_.as_of}; {np_.source}); peak dense 16-bit throughput "
+                 f"{cur.gpu_count} x {g_cur.half_tflops:g} TF = {cur.gpu_count * g_cur.half_tflops / 1000:.2f} PF "
+                 f"(${cur_pf:.1f}/PF-h) vs {inst.gpu_count} x {g_new.half_tflops:g} TF = {inst.gpu_count * g_new.half_tflops / 1000:.2f} PF "
+                 f"(${cand.usd_per_pflop_hour:.1f}/PF-h); assuming equal utilisation of peak on both (a small model rarely keeps "
+                 f"a big GPU busy, so the real gain is usually larger), the same work costs {ratio:.0%} as much, so about "
+                 f"{1 - ratio:.0%} of each hour is avoidable.")
+        yield self.finding(
+            _instance_loc(wl) or trains.loc,
+            f"{p.name} ({p.params / 1e6:,.0f}M params) fits {inst.name} ({inst.gpu_count}x {inst.gpu_model}, "
+            f"${cand.usd_per_hour:.2f}/h) instead of {cur.name} ({cur.gpu_count}x {cur.gpu_model}, ${cur_price:.2f}/h): "
+            f"${diff:.2f}/h less{' for ' + str(nodes) + ' nodes' if nodes > 1 else ''}, and "
+            f"${cand.usd_per_pflop_hour:.1f} vs ${cur_pf:.1f} per PF-hour of peak 16-bit throughput",
+            symbol=f"{wl.entrypoint}:{cur.name}",
+            related=compute_related(wl) + ([Related(p.model_fact.loc, f"model: {p.name}")] if p.model_fact else []),
+            guidance=_mem002_guidance(wl, inst, cand.estimate, multi),
+            cost=CostImpact(saving, basis, mem002_confidence(p, cur, inst, cat, multi)),
+            workload=wl.name,
+        )
+
+
+def _mem002_guidance(wl: Workload, inst: Any, est: Estimate, multi: bool) -> str:
+    procs = processes_per_node(wl)
+    step = ""
+    if multi and procs and procs != inst.gpu_count:
+        step = f" and start {inst.gpu_count} processes per node (e.g. torchrun --nproc_per_node {inst.gpu_count})"
+    share = FIT_SHARE_LOWER_BOUND if est.lower_bound else FIT_SHARE_COUNTED
+    return (f"Run this workload on {inst.name}{step}; benchmark a few hundred steps on both first. "
+            f"Conservative estimate there: {est.total_bytes / GB:.1f} GB per GPU, within {share:.0%} of "
+            f"{inst.gpu_memory_gib:g} GiB. " + _assumptions(est, "undecided settings read the expensive way (HF 18 B/param accounting)"))
+
+
+@hookimpl
+def gpulint_rules():
+    return [ModelExceedsGpuMemory, OversizedInstance]
