@@ -948,6 +948,302 @@ def _mem002_guidance(wl: Workload, inst: Any, est: Estimate, multi: bool) -> str
             f"{inst.gpu_memory_gib:g} GiB. " + _assumptions(est, "undecided settings read the expensive way (HF 18 B/param accounting)"))
 
 
+# --------------------------------------------------------------------------- MEM003
+
+def checkpointing_needed(p: Profile, gpu_gib: float, seq_len: int, micro_batch: int) -> tuple[Estimate, Estimate] | None:
+    """(optimistic estimate without recomputation, conservative estimate with it) when the workload
+    fits only with activations recomputed: even the optimistic reading overflows the GPU storing every
+    layer's activations (FlashAttention assumed, scores not stored), while the conservative reading
+    with full recomputation fits; else None."""
+    if not all(_pos(p.dims.get(k)) for k in ("layers", "hidden", "heads")) or not p.gpus_per_node:
+        return None
+    if p.sharding.any and p.nodes is None:
+        return None
+    n = p.n_gpus or p.gpus_per_node
+    off = estimate_training(p.setup(True, n, p.gpus_per_node, grad_checkpointing=False, flash_attention=True,
+                                    seq_len=seq_len, micro_batch=micro_batch))
+    per_gpu, _ = optimistic_per_gpu(p, off)
+    if per_gpu <= gpu_gib * GiB:
+        return None
+    on = estimate_training(p.setup(False, (p.nodes or 1) * p.gpus_per_node, p.gpus_per_node, grad_checkpointing=True,
+                                   flash_attention=False, seq_len=seq_len, micro_batch=micro_batch))
+    return (off, on) if fits(on, gpu_gib) else None
+
+
+class GradientCheckpointingRecommended(Rule):
+    """The workload fits its GPUs only if activations are recomputed, and gradient checkpointing is off.
+
+    What it does:
+        With the model's layer count, hidden size and heads (known-model table or ``config.json``), the
+        sequence length and the micro-batch per GPU, estimates activation memory (Korthikanti et al.:
+        34*s*b*h bytes per layer storing everything with FlashAttention, 2*s*b*h with full recomputation)
+        on top of the model states. It fires when even the optimistic reading does not fit without
+        recomputation, the conservative reading fits with it, and no checkpointing is enabled
+        (``gradient_checkpointing_enable()``, ``TrainingArguments(gradient_checkpointing=True)``,
+        ``torch.utils.checkpoint``, FSDP ``apply_activation_checkpointing``, DeepSpeed
+        ``activation_checkpointing``). The micro-batch comes from ``per_device_train_batch_size``; the
+        sequence length from ``max_seq_length``/``max_length`` where the facts carry it, else from the
+        rule options ``[tool.gpulint.rules.MEM003] seq_len = 4096`` (and ``micro_batch``). Without
+        them it stays silent.
+    Why it costs money:
+        Without recomputation the run stops with CUDA out-of-memory, and the usual workaround is a
+        bigger (or second) instance, where checkpointing would have fitted the job on the GPUs already paid for.
+    How to fix:
+        Recompute activations in the backward pass. Before::
+
+            args = TrainingArguments(output_dir="out", bf16=True, per_device_train_batch_size=8)
+
+        After::
+
+            args = TrainingArguments(output_dir="out", bf16=True, per_device_train_batch_size=8,
+                                     gradient_checkpointing=True,
+                                     gradient_checkpointing_kwargs={"use_reentrant": False})
+
+        (``model.gradient_checkpointing_enable()`` for HF models in a custom loop; FSDP:
+        ``apply_activation_checkpointing(model, check_fn=...)``). Recomputation costs about one extra
+        forward pass (~20-33% more compute), far less than an instance twice the size.
+    Cost model:
+        No hourly figure: the alternative to recomputation is a larger instance, which gpulint does not
+        choose for you; recomputation itself adds ~20-33% compute per step (HF docs; Korthikanti et al.).
+    Sources:
+        Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
+        arXiv:2205.05198 (Eq. 2, §4-5); Chen et al., arXiv:1604.06174; HF perf_train_gpu_one
+        (gradient checkpointing); training-facts §1.5 and §4.
+    """
+
+    code = "MEM003"
+    name = "gradient-checkpointing-recommended"
+    severity = Severity.INFO
+    family = "MEM"
+    since = "0.1.0"
+    options = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "seq_len": {"type": "integer", "minimum": 1, "description": "training sequence length when the code does not state it"},
+            "micro_batch": {"type": "integer", "minimum": 1, "description": "micro-batch per GPU when the code does not state it"},
+        },
+    }
+
+    _FILES = {
+        "train.py": """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+args = TrainingArguments(output_dir="/fsx/out", bf16=True, per_device_train_batch_size=8,
+                         fsdp="full_shard auto_wrap", dataloader_num_workers=8)
+Trainer(model=model, args=args, train_dataset=ds).train()
+""",
+        "run.sh": "torchrun --nproc_per_node 8 train.py\n",
+        "infra/main.tf": 'resource "aws_instance" "trainer" {\n  instance_type = "p4de.24xlarge"\n}\n',
+    }
+    VALID = [
+        Example({**_FILES, "train.py": _FILES["train.py"].replace("dataloader_num_workers=8)",
+                                                                  "dataloader_num_workers=8,\n                         gradient_checkpointing=True)")},
+                config="select = [\"MEM003\"]\n[rules.MEM003]\nseq_len = 4096\n", title="checkpointing on"),
+        Example(dict(_FILES), title="sequence length unknown: silent"),
+        Example(dict(_FILES), config="select = [\"MEM003\"]\n[rules.MEM003]\nseq_len = 512\n",
+                title="short sequences fit without recomputation"),
+    ]
+    INVALID = [
+        Example(dict(_FILES), config="select = [\"MEM003\"]\n[rules.MEM003]\nseq_len = 4096\n",
+                expect=[Expect("train.py", 2, ("seq 4096 x micro-batch 8", "without recomputation", "with gradient checkpointing",
+                                               "80 GiB"))],
+                title="Llama-2-7B, FSDP over 8x A100-80GB, 4k tokens x 8 per GPU"),
+    ]
+
+    def check_workload(self, wl: Workload, ctx):
+        trains = trains_on_gpu(wl)
+        c = wl.resolved.get("compute") or {}
+        if trains is None or not c.get("gpu_memory_gib") or model_parallel_hint(wl):
+            return
+        p = profile(wl)
+        if p is None or p.checkpointing is not False:
+            return
+        seq, mb = shape_of(wl, self.opts)
+        if not seq or not mb:
+            return
+        got = checkpointing_needed(p, c["gpu_memory_gib"], seq, mb)
+        if got is None:
+            return
+        off, on = got
+        act_off, act_on = off.breakdown.get("activations", 0), on.breakdown.get("activations", 0)
+        at = p.checkpointing_fact or p.model_fact or trains
+        yield self.finding(
+            at.loc,
+            f"{p.name} activations at seq {seq} x micro-batch {mb} need ~{act_off / GB:.0f} GB per GPU without recomputation "
+            f"(at least {off.total_bytes / GB:.0f} GB in all); with gradient checkpointing ~{act_on / GB:.1f} GB "
+            f"({on.total_bytes / GB:.0f} GB in all) fits the {c['gpu_memory_gib']:g} GiB of each {str(c.get('gpu_model')).split('-')[0]} "
+            f"on {c.get('instance')}; gradient checkpointing is off",
+            symbol=f"{wl.entrypoint}:grad_checkpointing",
+            related=compute_related(wl),
+            guidance=("Enable gradient checkpointing (TrainingArguments(gradient_checkpointing=True) or "
+                      "model.gradient_checkpointing_enable()); it costs ~20-33% more compute per step. Without it: "
+                      + _assumptions(off) + " With it (conservative): " + _assumptions(on)),
+            cost=CostImpact(None, "No hourly figure: without recomputation the job runs out of memory on "
+                                  f"{c.get('instance')}; the alternative is a larger instance, and recomputation adds "
+                                  "~20-33% compute per step (HF docs; Korthikanti et al.).", "low"),
+            workload=wl.name,
+        )
+
+
+# --------------------------------------------------------------------------- MEM004
+
+_SELF_PARALLEL = ("lightning", "hf_trainer", "sft_trainer", "keras", "deepspeed")
+
+
+def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
+    """(processes per node, GPUs per node, launcher) when the launcher starts fewer GPU processes than the
+    node has GPUs and nothing in the code spreads one process over several GPUs; else None."""
+    c = wl.resolved.get("compute") or {}
+    gpn = c.get("gpus_per_node")
+    if not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
+        return None
+    procs = processes_per_node(wl)
+    if not procs or procs >= gpn:
+        return None
+    if procs == 1:
+        # one process can still drive every GPU: DataParallel, HF Trainer (DataParallel by itself),
+        # Lightning/DeepSpeed spawning, Keras strategies, mp.spawn + DDP, device_map="auto" on a HF load
+        if wl.code_facts("dataparallel") or wl.code_facts("ddp") or wl.of("sharding") or wl.code_facts("model.name"):
+            return None
+        if any(t.value.get("via") in _SELF_PARALLEL for t in wl.code_facts("trains")):
+            return None
+    return procs, gpn, wl.launchers[0]
+
+
+class IdleGpus(Rule):
+    """The launcher starts fewer GPU processes than the instance has GPUs: the rest are billed and idle.
+
+    What it does:
+        Counts the GPU processes per node the workload's launcher starts (``torchrun
+        --nproc_per_node``, 1 when the flag is absent; ``accelerate launch --num_processes`` or its
+        config; ``deepspeed --num_gpus``; one for plain ``python``) and compares them with the GPUs per
+        node of its instance (or the GPUs its Kubernetes container requests). A single ``python``
+        process counts as using every GPU when the code uses ``DataParallel``/DDP/FSDP, HF Trainer,
+        Lightning, DeepSpeed or Keras, or loads a HF model (``device_map="auto"`` may spread it),
+        and tensor/pipeline-parallel arguments keep it silent.
+    Why it costs money:
+        Cloud GPUs are billed per instance: on an 8-GPU node, a one-process job pays for seven GPUs
+        that never run a kernel.
+    How to fix:
+        Start one process per GPU, or rent a node with as many GPUs as the job uses. Before::
+
+            python train.py                       # on p4d.24xlarge (8 GPUs)
+            torchrun --nproc_per_node 4 train.py  # on an 8-GPU node
+
+        After::
+
+            torchrun --nproc_per_node 8 train.py  # with DDP in train.py
+            # or: instance_type = "g6e.xlarge" for a single-GPU job
+    Cost model:
+        The idle GPUs' share of the instance price: hourly price x (GPUs - processes) / GPUs, from
+        the catalogue price with its region, date and source.
+    Sources:
+        torchrun documentation (``--nproc_per_node``, default 1); accelerate launch and DeepSpeed
+        launcher documentation; cloud per-instance billing (gpu-instances.yaml prices).
+    """
+
+    code = "MEM004"
+    name = "idle-gpus"
+    severity = Severity.WARNING
+    family = "MEM"
+    since = "0.1.0"
+
+    _LOOP = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("nccl")
+model = DDP(Net().cuda())
+opt = torch.optim.AdamW(model.parameters())
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    loss.backward()
+    opt.step()
+"""
+    _TF = 'resource "aws_instance" "trainer" {\n  ami           = "ami-0123456789abcdef0"\n  instance_type = "p4d.24xlarge"\n}\n'
+    VALID = [
+        Example({"train.py": _LOOP, "run.sh": "torchrun --nproc_per_node 8 train.py\n", "infra/main.tf": _TF},
+                title="one process per GPU"),
+        Example({"train.py": _LOOP, "run.sh": "torchrun --nproc_per_node $NGPUS train.py\n", "infra/main.tf": _TF},
+                title="process count from a variable: undecided"),
+        Example({
+            "train.py": """\
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+Trainer(model=model, args=TrainingArguments(output_dir="out", bf16=True), train_dataset=ds).train()
+""",
+            "run.sh": "python train.py\n", "infra/main.tf": _TF},
+            title="HF Trainer in one process uses DataParallel over every GPU"),
+    ]
+    INVALID = [
+        Example({"train.py": _LOOP, "scripts/run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n", "infra/main.tf": _TF},
+                expect=[Expect("scripts/run.sh", 2, ("4 GPU processes per node", "p4d.24xlarge", "4 of 8 GPUs"))],
+                title="torchrun starts 4 processes on an 8-GPU node"),
+        Example({
+            "train.py": """\
+import torch
+model = Net().cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    loss.backward()
+    opt.step()
+""",
+            "k8s/job.yaml": """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: resnet-train
+spec:
+  template:
+    spec:
+      nodeSelector:
+        node.kubernetes.io/instance-type: g5.12xlarge
+      containers:
+        - name: trainer
+          image: ghcr.io/acme/train:1.0
+          command: ["python", "train.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 4
+      restartPolicy: Never
+"""},
+            expect=[Expect("k8s/job.yaml", 13, ("1 GPU process per node", "3 of 4 GPUs"))],
+            title="plain python, no DDP, on a 4-GPU request"),
+    ]
+
+    def check_repo(self, workloads, ctx):
+        users: dict[str, int] = {}
+        for wl in workloads:
+            if wl.compute is not None:
+                users[wl.compute.id] = users.get(wl.compute.id, 0) + 1
+        for wl in workloads:
+            if trains_on_gpu(wl) is None or wl.compute is None or users[wl.compute.id] > 1:
+                continue  # several workloads share the compute: each may use its own GPUs
+            got = idle_gpus(wl)
+            if got is None:
+                continue
+            procs, gpn, launcher = got
+            c = wl.resolved.get("compute") or {}
+            idle = gpn - procs
+            where = f"on {c['instance']} ({c.get('gpu_count')}x {c.get('gpu_model')})" if c.get("instance") else f"on nodes with {gpn} GPUs"
+            tool = launcher.value.get("tool")
+            yield self.finding(
+                launcher.loc,
+                f"{tool} starts {procs} GPU process{'es' if procs > 1 else ''} per node {where}: {idle} of {gpn} GPUs are billed and idle",
+                symbol=f"{wl.entrypoint}:{tool}",
+                related=compute_related(wl),
+                guidance=(f"Start {gpn} processes per node (torchrun --nproc_per_node {gpn}, with DDP/FSDP in the code) "
+                          f"or move to an instance with {procs} GPU{'s' if procs > 1 else ''}. Run `gpulint explain MEM004`."),
+                cost=avoidable(wl, idle / gpn, f"{idle} of {gpn} GPUs per node run nothing; their share of the instance price is "
+                                              "wasted", "medium"),
+                workload=wl.name,
+            )
+
+
 @hookimpl
 def gpulint_rules():
-    return [ModelExceedsGpuMemory, OversizedInstance]
+    return [ModelExceedsGpuMemory, OversizedInstance, GradientCheckpointingRecommended, IdleGpus]
