@@ -374,9 +374,52 @@ def literal(node: cst.BaseExpression | None) -> Any:
     return UNKNOWN
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    names = _FIELDS.get(type(node))
+    if names is None:
+        import dataclasses
+
+        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    kids: list[cst.CSTNode] = []
+    for name in names:
+        v = getattr(node, name)
+        if isinstance(v, cst.CSTNode):
+            kids.append(v)
+        elif isinstance(v, (list, tuple)):
+            kids.extend(x for x in v if isinstance(x, cst.CSTNode))
+    return kids
+
+
+def walk(module: cst.Module, visitor: cst.CSTVisitor) -> None:
+    """Pre-order walk calling ``visit_<Node>``/``leave_<Node>`` like libcst's
+    own ``Module.visit``, but read-only: libcst's visit rebuilds every node
+    (it serves transformers too) and costs as much as the parse; this walk
+    costs about a fifth of it."""
+    handlers: dict[type, tuple] = {}
+    stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+    while stack:
+        node, leaving = stack.pop()
+        cls = type(node)
+        h = handlers.get(cls)
+        if h is None:
+            name = cls.__name__
+            h = handlers[cls] = (getattr(visitor, f"visit_{name}", None), getattr(visitor, f"leave_{name}", None))
+        if leaving:
+            h[1](node)
+            continue
+        if h[0] is not None and h[0](node) is False:
+            continue
+        if h[1] is not None:
+            stack.append((node, True))
+        stack.extend((c, False) for c in reversed(_children(node)))
+
+
 def build_index(module: cst.Module) -> PyIndex:
     ix = PyIndex()
-    module.visit(_Indexer(ix, module))
+    walk(module, _Indexer(ix, module))
     return ix
 
 

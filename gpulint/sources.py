@@ -55,7 +55,26 @@ class Source:
         return best
 
     def node_loc(self, node: Any) -> Location:
-        """Location of a libcst node (positions are resolved on first use)."""
+        """Location of a libcst node.
+
+        libcst is lossless, so a node's own code appears verbatim in the text:
+        when it appears exactly once, its offset is its position. Only when the
+        text is ambiguous are positions resolved for the whole module (the
+        metadata pass costs about twice the parse, so most files never pay it).
+        """
+        if self._positions is None and self.tree is not None:
+            try:
+                code = self.tree.code_for_node(node)
+            except Exception:
+                code = ""
+            if code and len(code) > 2:
+                first = self.text.find(code)
+                if first >= 0 and self.text.find(code, first + 1) < 0:
+                    line = self.text.count("\n", 0, first) + 1
+                    col = first - (self.text.rfind("\n", 0, first) + 1) + 1
+                    end_line = line + code.count("\n")
+                    end_col = (len(code) - code.rfind("\n") if "\n" in code else col + len(code))
+                    return self.loc(line, col, end_line, end_col)
         if self._positions is None:
             import libcst as cst
             from libcst.metadata import MetadataWrapper, PositionProvider

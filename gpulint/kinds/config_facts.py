@@ -17,7 +17,8 @@ def is_accelerate_config(d: Any) -> bool:
 
 
 def is_deepspeed_config(d: Any) -> bool:
-    return isinstance(d, dict) and any(
+    # TrainingArguments files share keys such as gradient_accumulation_steps; they have output_dir
+    return isinstance(d, dict) and "output_dir" not in d and any(
         k in d for k in ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps")
     ) and any(k in d for k in ("zero_optimization", "fp16", "bf16", "optimizer", "train_micro_batch_size_per_gpu"))
 
@@ -50,10 +51,10 @@ def config_facts(source: Source) -> list[Fact]:
         d = doc.data
         if is_accelerate_config(d):
             out += _accelerate(source, doc)
-        elif is_deepspeed_config(d):
-            out += _deepspeed(source, doc, d, ())
         elif is_hf_args(d):
             out += _hf_args(source, doc)
+        elif is_deepspeed_config(d):
+            out += _deepspeed(source, doc, d, ())
         elif is_model_config(d):
             out.append(Fact("model.config", {k: v for k, v in d.items() if isinstance(v, (int, float, str, bool, list))},
                             _loc(source, doc, ()), "config.json"))
