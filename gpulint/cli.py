@@ -101,6 +101,12 @@ def main(argv: list[str] | None = None, host: PluginHost | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `gpulint ... | head`: the reader left, nothing to report
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
     except Exception as exc:  # a crash of gpulint itself: one line, traceback with --verbose
         print(f"gpulint: internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback; please report it)", file=sys.stderr)
         if getattr(args, "verbose", False):
@@ -122,9 +128,19 @@ def _config(args, start: Path, host: PluginHost) -> Config:
         for code in cfg.severity:
             if code not in rules:
                 raise ConfigError(f"{where}: key 'severity.{code}': no such rule (see `gpulint rules`)")
-    for code in list(cfg.select) + list(cfg.ignore) + list(getattr(args, "select", None) or []) + list(getattr(args, "ignore", None) or []):
-        if code != "ALL" and not any(r.startswith(code) for r in rules):
-            raise UsageError(f"unknown rule code or prefix '{code}' (see `gpulint rules`)")
+    where = str(cfg.path) + (" [tool.gpulint]" if cfg.path and cfg.path.name == "pyproject.toml" else "")
+    for key in ("select", "extend-select", "ignore"):
+        for code in cfg.raw.get(key, []) if cfg.raw else []:
+            if code != "ALL" and not any(r.startswith(code) for r in rules):
+                raise ConfigError(f"{where}: key '{key}': unknown rule code or prefix '{code}' (see `gpulint rules`)")
+    for glob, codes in (cfg.per_file_ignores or {}).items():
+        for code in codes:
+            if code != "ALL" and not any(r.startswith(code) for r in rules):
+                raise ConfigError(f"{where}: key 'per-file-ignores.{glob}': unknown rule code or prefix '{code}'")
+    for opt in ("select", "ignore"):
+        for code in getattr(args, opt, None) or []:
+            if code != "ALL" and not any(r.startswith(code) for r in rules):
+                raise UsageError(f"--{opt}: unknown rule code or prefix '{code}' (see `gpulint rules`)")
     return cfg
 
 
