@@ -624,6 +624,8 @@ run: |
         hw, model = _hw(wl), wl.resolved.get("model") or {}
         nodes, gbps, params = _nodes(wl), hw.get("network_gbps"), model.get("params")
         gpn = hw.get("gpus_per_node") or hw.get("gpu_count")
+        if gpn and hw.get("gpu_count"):
+            gpn = min(gpn, hw["gpu_count"])  # a request beyond the instance's GPUs never schedules
         if not (nodes and nodes > 1 and isinstance(gbps, (int, float)) and gbps > 0 and isinstance(params, int) and gpn):
             return
         eta = float(self.opts.get("efficiency", 0.8))
@@ -641,7 +643,7 @@ run: |
         name = model.get("name") or f"{params / 1e9:.1f}B-parameter model"
         msg = (f"gradient all-reduce of {name} ({params / 1e9:.1f}B params, {size / 1e9:.1f} GB at {per_param:g} B/param"
                f"{', x1.5 for ZeRO-3/FSDP' if stage3 else ''}) across {n} GPUs on {nodes} x {hw['instance']} takes about "
-               f"{seconds:.1f} s per step over {gbps:g} Gbps (eta {eta:g}), at least {threshold:g} s")
+               f"{seconds:.1f} s per step over {gbps:g} Gbps (eta {eta:g}; threshold {threshold:g} s)")
         c = hw
         if c.get("usd_per_hour"):
             per_k = seconds * 1000 / 3600 * c["usd_per_hour"]
