@@ -457,6 +457,9 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
         if trains_on_gpu(wl) is None or not on_spot(wl):
             return
         saves = sorted(wl.of("checkpoint.save"), key=lambda f: f.loc)
+        explicit_lightning = any(f.value.get("via") == "lightning" and not f.value.get("default") for f in saves)
+        # a ModelCheckpoint callback replaces the Trainer's default checkpointing (and its folder)
+        saves = [f for f in saves if not (explicit_lightning and f.value.get("via") == "lightning" and f.value.get("default"))]
         if not saves:
             return
         dirs = [f.value.get("dir") if isinstance(f.value, dict) else None for f in saves]
