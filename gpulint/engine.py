@@ -174,22 +174,28 @@ class Scanner:
         # infrastructure and launchers first: they say which scripts must be parsed whatever their imports
         order = sorted(cands, key=lambda c: (c.kind in CODE_KINDS, c.rel))
         launched: set[str] = set()
-        for cand in order:
-            text, problem = self._read(cand, req, root, max_bytes)
-            if text is None:
-                if problem:
-                    results[cand.rel] = FileResult(cand.rel, cand.kind, findings=[sys_finding(
-                        "SYS001", "parse-error", Location(cand.rel, 1, 1), f"{cand.rel} could not be read: {problem}",
-                        "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")])
-                continue
-            texts[cand.rel] = text
-            force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
-            res = analyze_file(cand.rel, text, cand.kind, self.registry, self.config, rules, force=force)
-            results[cand.rel] = res
-            errors += res.errors
-            for f in res.facts:
-                if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
-                    launched.add(posixpath.basename(f.value["script"]))
+        # two phases: what launchers name must be known before the text gate judges code files
+        infra = [c for c in order if c.kind not in CODE_KINDS]
+        code = [c for c in order if c.kind in CODE_KINDS]
+        for phase in (infra, code):
+            jobs: list[tuple[str, str, str, bool]] = []
+            for cand in phase:
+                text, problem = self._read(cand, req, root, max_bytes)
+                if text is None:
+                    if problem:
+                        results[cand.rel] = FileResult(cand.rel, cand.kind, findings=[sys_finding(
+                            "SYS001", "parse-error", Location(cand.rel, 1, 1), f"{cand.rel} could not be read: {problem}",
+                            "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")])
+                    continue
+                texts[cand.rel] = text
+                force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
+                jobs.append((cand.rel, text, cand.kind, force))
+            for res in self._analyze_all(jobs, rules, req.jobs):
+                results[res.path] = res
+                errors += res.errors
+                for f in res.facts:
+                    if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
+                        launched.add(posixpath.basename(f.value["script"]))
         repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands})
         workloads = link(repo, self.config.workloads)
         wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue))
@@ -234,6 +240,15 @@ class Scanner:
         return result, workloads
 
     # -- helpers --------------------------------------------------------------------------
+    def _analyze_all(self, jobs: list[tuple[str, str, str, bool]], rules: list[Rule], workers: int) -> list[FileResult]:
+        if workers <= 1 or len(jobs) < 2 * workers:
+            return [analyze_file(rel, text, kind, self.registry, self.config, rules, force=force) for rel, text, kind, force in jobs]
+        from concurrent.futures import ProcessPoolExecutor
+
+        codes = [r.code for r in rules]
+        with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(self.config, codes)) as pool:
+            return list(pool.map(_worker_analyze, jobs, chunksize=max(1, len(jobs) // (workers * 4))))
+
     def _root(self, req: ScanRequest) -> tuple[Path, set[str] | None]:
         paths = [p.resolve() for p in req.paths]
         for p in paths:
@@ -318,6 +333,23 @@ class Scanner:
         if report_only is not None:
             out = [f for f in out if f.loc.path in report_only or any(f.loc.path.startswith(d) for d in report_only if d.endswith("/"))]
         return out
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(config: Config, codes: list[str]) -> None:
+    """A worker process loads the plugins once; the per-file work is then pure."""
+    host = PluginHost()
+    reg = host.registry
+    _WORKER.update(registry=reg, config=config, rules=[reg.rules[c](config.rule_options.get(c)) for c in codes if c in reg.rules])
+
+
+def _worker_analyze(job: tuple[str, str, str, bool]) -> FileResult:
+    rel, text, kind, force = job
+    res = analyze_file(rel, text, kind, _WORKER["registry"], _WORKER["config"], _WORKER["rules"], force=force)
+    res.source = None  # parse trees stay in the worker; only plain records travel back
+    return res
 
 
 def _unused(s: Suppression, enabled: set[str], known: set[str]) -> list[Finding]:
