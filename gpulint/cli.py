@@ -117,7 +117,15 @@ def main(argv: list[str] | None = None, host: PluginHost | None = None) -> int:
 
 
 def _config(args, start: Path, host: PluginHost) -> Config:
-    cfg = load_config(getattr(args, "config", None), start)
+    return read_config(start, host, getattr(args, "config", None), getattr(args, "select", None), getattr(args, "ignore", None))
+
+
+def read_config(start: Path, host: PluginHost, config: Path | None = None, select: list[str] | None = None,
+                ignore: list[str] | None = None) -> Config:
+    """The configuration as every command (and the language server) reads it:
+    found upward from `start` unless `config` names a file, validated against
+    the schema and the loaded rules. Raises ConfigError / UsageError."""
+    cfg = load_config(config, start)
     rules = host.registry.rules
     if cfg.raw:
         where = str(cfg.path) + (" [tool.gpulint]" if cfg.path and cfg.path.name == "pyproject.toml" else "")
@@ -137,8 +145,8 @@ def _config(args, start: Path, host: PluginHost) -> Config:
         for code in codes:
             if code != "ALL" and not any(r.startswith(code) for r in rules):
                 raise ConfigError(f"{where}: key 'per-file-ignores.{glob}': unknown rule code or prefix '{code}'")
-    for opt in ("select", "ignore"):
-        for code in getattr(args, opt, None) or []:
+    for opt, codes in (("select", select), ("ignore", ignore)):
+        for code in codes or []:
             if code != "ALL" and not any(r.startswith(code) for r in rules):
                 raise UsageError(f"--{opt}: unknown rule code or prefix '{code}' (see `gpulint rules`)")
     return cfg

@@ -11,7 +11,6 @@ window/showMessage and leaves the last good diagnostics in place.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import sys
@@ -70,9 +69,9 @@ def _under(path: Path, root: Path) -> bool:
 
 def _cli_config(start: Path, host: PluginHost):
     """The configuration exactly as `gpulint scan` reads it (lookup, schema, rule codes)."""
-    from gpulint.cli import _config
+    from gpulint.cli import read_config
 
-    return _config(argparse.Namespace(config=None, select=None, ignore=None), start, host)
+    return read_config(start, host)
 
 
 class Analyzer:
