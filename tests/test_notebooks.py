@@ -1,0 +1,164 @@
+"""Jupyter notebooks end to end: code cells are scanned, findings point at the
+cell and line (and the line of the .ipynb file), magics do not break parsing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+
+SETUP = "import torch\nmodel = torch.nn.Linear(16, 16).cuda()\nopt = torch.optim.AdamW(model.parameters())"
+LOOP = "for x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()"
+
+
+def code(src):
+    return {"cell_type": "code", "execution_count": None, "id": None, "metadata": {}, "outputs": [], "source": src.splitlines(keepends=True)}
+
+
+def md(src):
+    return {"cell_type": "markdown", "id": None, "metadata": {}, "source": src.splitlines(keepends=True)}
+
+
+def notebook(path, *cells, indent=1):
+    cells = [dict(c, id=f"c{i}") for i, c in enumerate(cells)]
+    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb, indent=indent) + "\n")
+    return path
+
+
+def file_line(path, needle):
+    return next(i for i, l in enumerate(path.read_text().splitlines(), 1) if needle in l)
+
+
+def scan(root, *args):
+    proc = run_cli("scan", root, "--format", "json", *args)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)["findings"]
+
+
+# -- positions --------------------------------------------------------------------------------------
+def test_fixture_notebook_finding_has_cell_and_file_line():
+    (f,) = scan(FIXTURES / "notebook")
+    nb = FIXTURES / "notebook" / "finetune_vit.ipynb"
+    assert f["code"] == "AMP001"
+    assert (f["cell"], f["cell_line"]) == (7, 9)
+    assert f["line"] == file_line(nb, "loss.backward()")
+    assert f["column"] == 9
+
+
+def test_text_format_shows_the_cell():
+    proc = run_cli("scan", ".", cwd=FIXTURES / "notebook")
+    assert proc.stdout.splitlines()[0].startswith("finetune_vit.ipynb:cell 7:9:9: AMP001 [warning]")
+
+
+def test_github_and_sarif_use_the_file_line():
+    gh = run_cli("scan", ".", "--format", "github", cwd=FIXTURES / "notebook").stdout
+    assert "file=finetune_vit.ipynb,line=82,col=9" in gh
+    sarif = json.loads(run_cli("scan", ".", "--format", "sarif", cwd=FIXTURES / "notebook").stdout)
+    (res,) = sarif["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 82
+
+
+def test_cells_share_one_namespace(tmp_path):
+    """Imports in one cell, training in a later one, markdown in between."""
+    nb = notebook(tmp_path / "train.ipynb", md("# Setup"), code(SETUP), md("## Train\n```python\nloss.backward()\n```"), code(LOOP))
+    (f,) = scan(tmp_path)
+    assert (f["code"], f["cell"], f["cell_line"]) == ("AMP001", 4, 3)
+    assert f["line"] == file_line(nb, '"    loss.backward()')
+
+
+def test_compact_json_layout_still_gives_cell_positions(tmp_path):
+    notebook(tmp_path / "train.ipynb", code(SETUP), code(LOOP), indent=None)
+    (f,) = scan(tmp_path)
+    assert (f["cell"], f["cell_line"]) == (2, 3)
+
+
+def test_source_as_one_string(tmp_path):
+    cells = [dict(code(SETUP), source=SETUP), dict(code(LOOP), source=LOOP)]
+    notebook(tmp_path / "train.ipynb", *cells)
+    (f,) = scan(tmp_path)
+    assert (f["code"], f["cell"], f["cell_line"]) == ("AMP001", 2, 3)
+
+
+def test_mixed_precision_notebook_is_silent(tmp_path):
+    loop = LOOP.replace("    loss = model", "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model")
+    notebook(tmp_path / "train.ipynb", code(SETUP), code(loop))
+    assert scan(tmp_path) == []
+
+
+def test_inference_notebook_is_silent(tmp_path):
+    notebook(tmp_path / "infer.ipynb", code("import torch\nmodel = torch.load('m.pt').cuda().eval()"),
+             code("with torch.inference_mode():\n    print(model(x.cuda()))"))
+    assert scan(tmp_path) == []
+
+
+# -- magics ------------------------------------------------------------------------------------------
+def test_line_and_cell_magics_do_not_break_parsing(tmp_path):
+    notebook(tmp_path / "train.ipynb",
+             code("%pip install -q timm\n!nvidia-smi\n%matplotlib inline\n%load_ext autoreload\n%autoreload 2"),
+             code("%%bash\nnvidia-smi -L\nls data/ | head"),
+             code(SETUP + "\nmodel?"),
+             code(LOOP))
+    (f,) = scan(tmp_path)
+    assert (f["code"], f["cell"], f["cell_line"]) == ("AMP001", 4, 3)
+
+
+@pytest.mark.xfail(strict=True, reason="parsers.parse_notebook blanks every cell that starts with %%, but %%time, "
+                   "%%timeit and %%capture run their body as Python: a training loop under %%time is never scanned")
+def test_training_under_a_python_cell_magic_is_scanned(tmp_path):
+    notebook(tmp_path / "train.ipynb", code(SETUP), code("%%time\n" + LOOP))
+    assert [(f["code"], f["cell"], f["cell_line"]) for f in scan(tmp_path)] == [("AMP001", 2, 4)]
+
+
+@pytest.mark.xfail(strict=True, reason="parsers.parse_notebook replaces a magic line by 'pass' at column 0, dropping its "
+                   "indentation, so a magic inside a loop body ('    !nvidia-smi') makes libcst fail: false SYS001")
+def test_indented_magic_inside_a_block(tmp_path):
+    notebook(tmp_path / "train.ipynb", code(SETUP),
+             code("for x in loader:\n    !nvidia-smi --query-gpu=utilization.gpu --format=csv\n    loss = model(x.cuda()).sum()\n"
+                  "    loss.backward()\n    opt.step()"))
+    assert [(f["code"], f["cell"]) for f in scan(tmp_path)] == [("AMP001", 2)]
+
+
+# -- syntax errors --------------------------------------------------------------------------------------
+def test_syntax_error_in_one_cell_is_sys001_naming_the_cell(tmp_path):
+    notebook(tmp_path / "broken.ipynb", code(SETUP), code("x = = 1\ny = 2"), code(LOOP))
+    notebook(tmp_path / "ok.ipynb", code(SETUP), code(LOOP))
+    found = scan(tmp_path)
+    (err,) = [f for f in found if f["code"] == "SYS001"]
+    assert err["path"] == "broken.ipynb" and "syntax error in cell 2" in err["message"]
+    assert err["severity"] == "error"
+    assert ("AMP001", "ok.ipynb") in {(f["code"], f["path"]) for f in found}  # the scan goes on
+
+
+@pytest.mark.xfail(strict=True, reason="parsers.parse_notebook takes the position from libcst's raw_line (where its parser "
+                   "gave up: an unclosed '(' runs on into the next cell, so the wrong cell is named), keeps libcst's message "
+                   "in virtual-module coordinates ('error at 5:11'), and engine.analyze_file builds the SYS001 Location "
+                   "without cell/cell_line; parse_python uses CPython's position and wording (_python_error)")
+def test_syntax_error_points_at_the_offending_line_and_cell(tmp_path):
+    nb = notebook(tmp_path / "broken.ipynb", code(SETUP), code("def collate(batch:\n    return batch"), code(LOOP))
+    (err,) = scan(tmp_path)
+    assert "cell 2" in err["message"] and "never closed" in err["message"]
+    assert (err.get("cell"), err.get("cell_line")) == (2, 1)
+    assert err["line"] == file_line(nb, "def collate(batch:")
+
+
+def test_invalid_notebook_json_is_sys001(tmp_path):
+    (tmp_path / "torn.ipynb").write_text('{"cells": [{"cell_type": "code", "source": ["import torch\\n"]}\n')
+    (err,) = scan(tmp_path)
+    assert (err["code"], err["path"]) == ("SYS001", "torn.ipynb")
+    assert "not valid JSON" in err["message"]
+
+
+# -- suppressions in cells ---------------------------------------------------------------------------
+def test_suppression_comment_in_a_cell(tmp_path):
+    notebook(tmp_path / "train.ipynb", code(SETUP), code(LOOP.replace("loss.backward()", "loss.backward()  # gpulint: ignore[AMP001]")))
+    assert scan(tmp_path) == []
+
+
+def test_unused_suppression_in_a_cell_points_at_the_cell(tmp_path):
+    nb = notebook(tmp_path / "train.ipynb", code(SETUP + "  # gpulint: ignore[NET006]"), code(LOOP))
+    found = {f["code"]: f for f in scan(tmp_path)}
+    assert found["SYS004"]["line"] == file_line(nb, "gpulint: ignore[NET006]")
+    assert "AMP001" in found
