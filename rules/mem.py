@@ -741,6 +741,8 @@ def cheaper_fit(wl: Workload, p: Profile, cat: Any) -> tuple[Candidate, Any, flo
             continue
         if (multi and inst.gpu_count < 2) or (need_rdma and inst.rdma in (None, "none")):
             continue
+        if nodes > 1 and (inst.network_gbps or 0) < (cur.network_gbps or 0):
+            continue  # across nodes the fabric's bandwidth is part of what the job uses (gradient/parameter traffic)
         price = cat.price(inst).usd_per_hour
         pf = cat.usd_per_pflop_hour(inst)
         if not price or not pf or price > 0.5 * cur_price or pf >= cur_pf:
@@ -778,7 +780,8 @@ class OversizedInstance(Rule):
         certain, no recomputation unless it is on) and searches the catalogue, on the same provider, for
         the cheapest instance that holds it (within 90% of GPU memory, or 50% when activations are not
         counted) and keeps every feature the workload uses: bf16 (or fp8) support, two or more GPUs
-        for DDP/DataParallel/sharded or multi-process jobs, RDMA for multi-node jobs, CUDA (no
+        for DDP/DataParallel/sharded or multi-process jobs, RDMA and at least the same network bandwidth
+        for multi-node jobs, CUDA (no
         Trainium/Inferentia). The proposal must cost at most half per hour *and* less per unit of work
         (price per hour over aggregate dense bf16/fp16 tensor throughput), and be neither retired nor
         unsuitable for training. Memory fit alone is not enough: a smaller GPU runs the job longer.
@@ -1096,7 +1099,8 @@ def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
     node has GPUs and nothing in the code spreads one process over several GPUs; else None."""
     c = wl.resolved.get("compute") or {}
     gpn = c.get("gpus_per_node")
-    if not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
+    # a known catalogue instance: an unknown accelerator type may not be a GPU at all
+    if not c.get("instance") or not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
         return None
     procs = processes_per_node(wl)
     if not procs or procs >= gpn:
@@ -1118,7 +1122,7 @@ class IdleGpus(Rule):
         Counts the GPU processes per node the workload's launcher starts (``torchrun
         --nproc_per_node``, 1 when the flag is absent; ``accelerate launch --num_processes`` or its
         config; ``deepspeed --num_gpus``; one for plain ``python``) and compares them with the GPUs per
-        node of its instance (or the GPUs its Kubernetes container requests). A single ``python``
+        node of its catalogue instance (or the GPUs its Kubernetes container requests there). A single ``python``
         process counts as using every GPU when the code uses ``DataParallel``/DDP/FSDP, HF Trainer,
         Lightning, DeepSpeed or Keras, or loads a HF model (``device_map="auto"`` may spread it),
         and tensor/pipeline-parallel arguments keep it silent.
@@ -1229,7 +1233,7 @@ spec:
             procs, gpn, launcher = got
             c = wl.resolved.get("compute") or {}
             idle = gpn - procs
-            where = f"on {c['instance']} ({c.get('gpu_count')}x {c.get('gpu_model')})" if c.get("instance") else f"on nodes with {gpn} GPUs"
+            where = f"on {c['instance']} ({c.get('gpu_count')}x {c.get('gpu_model')})"
             tool = launcher.value.get("tool")
             yield self.finding(
                 launcher.loc,

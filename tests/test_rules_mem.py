@@ -263,6 +263,10 @@ def test_cheaper_fit_keeps_the_features_in_use():
     assert pick([bf16], ddp) == "g6e.12xlarge"  # several GPUs and bf16
     assert pick([bf16], [launch("python")]) == "g6.xlarge"  # one process: one GPU is enough
     assert pick([], [launch("python")]) == "g4dn.xlarge"  # no bf16 in use: T4 qualifies
+    # four nodes: the candidate must keep RDMA and the 400 Gbps fabric (g6e.12xlarge has EFA at 100 Gbps)
+    c4 = {**c, "nodes": 4}
+    wl = workload(facts=base + [bf16], launchers=[launch("torchrun", 8, ["--nproc_per_node"], nnodes=4)], compute=c4, model=model)
+    assert mem.cheaper_fit(wl, mem.profile(wl), cat) is None
     big = {"name": "meta-llama/Llama-2-13b-hf", "params": 13015864320, "dims": {}}
     wl = workload(facts=base + [bf16], launchers=ddp, compute=c, model=big)
     assert mem.cheaper_fit(wl, mem.profile(wl), cat) is None
@@ -291,6 +295,8 @@ def test_idle_gpus_helper_respects_self_parallel_code():
     mp = launch("torchrun", 2, ["--nproc_per_node"], args=["--tensor-model-parallel-size", "4"])
     assert mem.idle_gpus(workload(facts=[loop], launchers=[mp], compute=c)) is None
     assert mem.idle_gpus(workload(facts=[loop], launchers=[], compute=c)) is None
+    unknown = {"instance": None, "gpus_per_node": 8}  # e.g. an accelerator type the catalogue lacks
+    assert mem.idle_gpus(workload(facts=[loop], launchers=[launch("python")], compute=unknown)) is None
 
 
 def test_malformed_model_and_compute_values_do_not_raise():
