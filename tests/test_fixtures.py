@@ -27,6 +27,7 @@ EXPECTED = {
         ("AMP001", "train.py", 36),
     ],
     "accelerate-no-mp": [("AMP001", "configs/accelerate.yaml", 8)],
+    "hf-trainer-bf16": [],
     "clean": [],
     "broken": [
         ("SYS001", "configs/train.yaml", 6),
@@ -72,9 +73,6 @@ def test_fixture_findings_are_exact(name):
     assert keys == sorted(keys)
 
 
-@pytest.mark.xfail(strict=True, reason="config_facts.is_deepspeed_config claims a TrainingArguments JSON that has "
-                   "gradient_accumulation_steps (checked before is_hf_args), and _deepspeed reads \"bf16\": true as a "
-                   "DeepSpeed section that is not enabled: false AMP001 at configs/train_args.json:7")
 def test_hf_trainer_bf16_has_no_finding():
     rc, data = scan_json("hf-trainer-bf16")
     assert triples(data) == []
@@ -84,7 +82,8 @@ def test_hf_trainer_bf16_has_no_finding():
 def test_hf_trainer_bf16_args_file_without_shared_keys_is_clean(tmp_path):
     """The same project with the DeepSpeed-looking key removed: bf16 from the
     JSON arguments file is understood, workers are set, nothing to report.
-    (Narrows the xfail above to the file classification.)"""
+    (The fixture itself keeps gradient_accumulation_steps, a key DeepSpeed
+    configs share, which once made the file look like one.)"""
     repo = tmp_path / "hf"
     shutil.copytree(FIXTURES / "hf-trainer-bf16", repo)
     args = repo / "configs" / "train_args.json"
