@@ -405,7 +405,7 @@ def _resolve_workloads(workloads: list[Workload], ctx: WorkloadContext) -> None:
 def workload_json(wl: Workload) -> dict:
     compute = None
     if wl.compute is not None:
-        compute = {"id": wl.compute.id, "facts": [f.to_json() for f in wl.compute.facts]}
+        compute = {"id": wl.compute.id, "facts": [f.to_json() for f in wl.compute.all_facts]}
     compute = {**(compute or {}), **wl.resolved.get("compute", {})} if (compute or wl.resolved.get("compute")) else None
     return {
         "name": wl.name,

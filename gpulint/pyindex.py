@@ -355,6 +355,25 @@ def literal(node: cst.BaseExpression | None) -> Any:
             return UNKNOWN
     if isinstance(node, cst.Name):
         return {"True": True, "False": False, "None": None}.get(node.value, UNKNOWN)
+    if isinstance(node, cst.BinaryOperation):
+        # constant folding of plain arithmetic: max_wait=48 * 3600
+        a, b = literal(node.left), literal(node.right)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+            op = type(node.operator).__name__
+            try:
+                if op == "Multiply":
+                    return a * b
+                if op == "Add":
+                    return a + b
+                if op == "Subtract":
+                    return a - b
+                if op == "FloorDivide" and b:
+                    return a // b
+            except OverflowError:
+                return UNKNOWN
+        if isinstance(a, str) and isinstance(b, str) and isinstance(node.operator, cst.Add):
+            return a + b
+        return UNKNOWN
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         v = literal(node.expression)
         return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else UNKNOWN
@@ -453,6 +472,26 @@ class Evaluator:
         lit = literal(node)
         if lit is not UNKNOWN:
             return lit
+        if isinstance(node, cst.BinaryOperation):
+            a, b = self.value(node.left, scope, depth + 1), self.value(node.right, scope, depth + 1)
+            if isinstance(a, str) and isinstance(b, str) and isinstance(node.operator, cst.Add):
+                return a + b
+            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) and isinstance(node.operator, (cst.Multiply, cst.Add)):
+                return a * b if isinstance(node.operator, cst.Multiply) else a + b
+            return UNKNOWN
+        if isinstance(node, cst.FormattedString):
+            parts = []
+            for p in node.parts:
+                if isinstance(p, cst.FormattedStringText):
+                    parts.append(p.value)
+                elif isinstance(p, cst.FormattedStringExpression) and p.format_spec is None and p.conversion is None:
+                    v = self.value(p.expression, scope, depth + 1)
+                    if not isinstance(v, (str, int)) or isinstance(v, bool):
+                        return UNKNOWN
+                    parts.append(str(v))
+                else:
+                    return UNKNOWN
+            return "".join(parts)
         text = dotted(node)
         if text:
             resolved = self._resolve(text)

@@ -49,35 +49,28 @@ def _facts(compute: Compute, kind: str) -> list[Fact]:
     return [f for f in compute.facts if f.kind == kind]
 
 
-def _joined(compute: Compute, repo: Repo, computes_by_resource: dict[str, Compute]) -> list[Compute]:
-    """The compute itself plus a launch template it references (ASG -> template)."""
-    out = [compute]
-    for f in compute.facts:
-        lt = (f.attrs or {}).get("launch_template")
-        if isinstance(lt, str):
-            other = computes_by_resource.get(f"{compute.path.rsplit('/', 1)[0] if '/' in compute.path else ''}::{lt}")
-            if other is not None and other not in out:
-                out.append(other)
-    return out
+def _joined(compute: Compute, ctx: WorkloadContext) -> list[Compute]:
+    """The compute itself plus a launch template it starts (ASG -> template)."""
+    return [compute] + list(compute.joined)
 
 
 def resolve_compute(compute: Compute, ctx: WorkloadContext, nodes_hint: Any = None) -> dict:
     """Decided facts about one compute target; ``why_no_price`` says what is missing."""
     repo = ctx.repo
     cat = ctx.catalogue
-    by_res = {}
-    for c in _all_computes(ctx):
-        by_res[f"{c.path.rsplit('/', 1)[0] if '/' in c.path else ''}::{c.target}"] = c
-    parts = _joined(compute, repo, by_res)
+    parts = _joined(compute, ctx)
     target = compute.first("compute.target")
     provider = (target.value or {}).get("provider") if target else None
     out: dict[str, Any] = {"id": compute.id, "source": (target.value or {}).get("source") if target else None, "provider": provider}
     names: list[tuple[str, Fact]] = []
+    unresolved: list[str] = []
     for part in parts:
         for f in _facts(part, "compute.instance_type"):
             v = tf_value(f, part, repo)
             if isinstance(v, str) and v:
                 names.append((v, f))
+            elif isinstance(f.value, dict) and "ref" in f.value:
+                unresolved.append(f"{f.value['ref']} ({f.loc.short()}) has no literal default in its module")
     accel = None
     for part in parts:
         for f in _facts(part, "compute.accelerator"):
@@ -91,6 +84,7 @@ def resolve_compute(compute: Compute, ctx: WorkloadContext, nodes_hint: Any = No
         if hit is not None:
             inst = hit
             out["instance_fact"] = f.loc.short()
+            out["instance_written"] = name
             break
         unknown_names.append((name, f))
     if inst is None and accel and not names:
@@ -120,6 +114,8 @@ def resolve_compute(compute: Compute, ctx: WorkloadContext, nodes_hint: Any = No
             break
     if nodes is None and isinstance(nodes_hint, int):
         nodes = nodes_hint
+    if nodes is None and out["source"] in ("skypilot", "sagemaker"):
+        nodes = 1  # num_nodes / instance_count default to 1
     out["nodes"] = nodes
     gpn = None
     for f in _facts(compute, "compute.gpus_per_node"):
@@ -135,10 +131,32 @@ def resolve_compute(compute: Compute, ctx: WorkloadContext, nodes_hint: Any = No
                 out["efa_fact"] = f.loc.short()
     out["efa_requested"] = efa
     if inst is not None:
-        gpu = cat.gpu(inst)
-        price = cat.price(inst, capacity or "on-demand")
-        n = nodes or 1
-        out.update({
+        out.update(_instance_fields(inst, ctx, capacity, nodes, gpn, written=out.get("instance_written")))
+    else:
+        out["gpus_per_node"] = gpn
+        if unknown_names:
+            out["why_no_price"] = f"instance type {unknown_names[0][0]!r} is not in the catalogue"
+        elif unresolved:
+            out["why_no_price"] = f"the instance type {unresolved[0]}"
+        elif accel:
+            out["why_no_price"] = f"accelerator {accel.get('type')!r} x{accel.get('count')} matches no catalogue instance"
+        else:
+            out["why_no_price"] = f"{compute.id} names no instance type"
+    return out
+
+
+def _instance_fields(inst, ctx: WorkloadContext, capacity: str | None, nodes: int | None, gpn: int | None = None,
+                     written: str | None = None) -> dict:
+    """Catalogue facts and the price of `nodes` x `inst` on `capacity`."""
+    cat = ctx.catalogue
+    gpu = cat.gpu(inst)
+    price = cat.price(inst, capacity or "on-demand")
+    n = nodes or 1
+    source = price.source + (f"; {price.note}" if price.note else "")
+    if written and written.lower().startswith("ml."):
+        source += ("; this is the EC2 list price of the SageMaker instance's twin: SageMaker lists higher "
+                   "(about +15-40% by a third-party table, unverified), so the figure is a lower bound")
+    out = {
             "instance": inst.name,
             "provider": inst.provider,
             "gpu_model": inst.gpu_model,
@@ -156,18 +174,10 @@ def resolve_compute(compute: Compute, ctx: WorkloadContext, nodes_hint: Any = No
             "usd_per_hour": round(price.usd_per_hour * n, 4) if price.usd_per_hour else None,
             "region": price.region,
             "as_of": price.as_of,
-            "price_source": price.source + (f"; {price.note}" if price.note else ""),
-        })
-        if not price.usd_per_hour:
-            out["why_no_price"] = f"the catalogue has no {capacity or 'on-demand'} price for {inst.name}"
-    else:
-        out["gpus_per_node"] = gpn
-        if unknown_names:
-            out["why_no_price"] = f"instance type {unknown_names[0][0]!r} is not in the catalogue"
-        elif names:
-            out["why_no_price"] = "the instance type is not a literal value"
-        else:
-            out["why_no_price"] = f"{compute.id} names no instance type"
+            "price_source": source,
+    }
+    if not price.usd_per_hour:
+        out["why_no_price"] = f"the catalogue has no {capacity or 'on-demand'} price for {inst.name}"
     return out
 
 
@@ -198,31 +208,22 @@ def resolve_workload(wl: Workload, ctx: WorkloadContext) -> None:
     if wl.compute is not None:
         wl.resolved["compute"] = resolve_compute(wl.compute, ctx, launch_nodes)
     ov = wl.overrides
-    if ov.get("instance"):
-        inst = ctx.catalogue.resolve(ov["instance"])
-        fake = Compute(f"config#{ov['instance']}", str(ctx.config.path or "config"), "workloads")
-        base = wl.resolved.get("compute") or {}
-        if inst is not None:
-            price = ctx.catalogue.price(inst, ov.get("capacity") or base.get("capacity") or "on-demand")
-            n = ov.get("nodes") or base.get("nodes") or launch_nodes or 1
-            base.update({"instance": inst.name, "provider": inst.provider, "gpu_model": inst.gpu_model, "gpu_count": inst.gpu_count,
-                         "gpus_per_node": inst.gpu_count, "gpu_memory_gib": inst.gpu_memory_gib, "bf16_supported": inst.bf16_supported,
-                         "interconnect": inst.gpu_interconnect, "network_gbps": inst.network_gbps, "rdma": inst.rdma,
-                         "efa_interfaces": inst.efa_interfaces, "local_nvme_gib": inst.local_nvme_gib,
-                         "unit_usd_per_hour": price.usd_per_hour, "usd_per_hour": round(price.usd_per_hour * n, 4) if price.usd_per_hour else None,
-                         "region": price.region, "as_of": price.as_of, "price_source": price.source, "nodes": n,
-                         "capacity": ov.get("capacity") or base.get("capacity"), "instance_fact": "config workloads table"})
-            base.pop("why_no_price", None)
-        else:
-            base["why_no_price"] = f"instance {ov['instance']!r} from the workloads table is not in the catalogue"
-        wl.resolved["compute"] = base
-        del fake
-    elif ov.get("capacity") or ov.get("nodes"):
+    if ov.get("instance") or ov.get("capacity") or ov.get("nodes"):
         base = wl.resolved.setdefault("compute", {})
-        if ov.get("capacity"):
-            base["capacity"] = ov["capacity"]
-        if ov.get("nodes"):
-            base["nodes"] = ov["nodes"]
+        name = ov.get("instance") or base.get("instance_written") or base.get("instance")
+        inst = ctx.catalogue.resolve(name) if name else None
+        capacity = ov.get("capacity") or base.get("capacity")
+        nodes = ov.get("nodes") or base.get("nodes") or launch_nodes
+        base.update({"capacity": capacity, "nodes": nodes})
+        if ov.get("instance"):
+            base["instance_fact"] = "[tool.gpulint] workloads table"
+            wl.reasons.append(f"config: workloads table pins instance {ov['instance']}")
+            wl.unknown[:] = [u for u in wl.unknown if not u.startswith("compute:")]
+        if inst is not None:
+            base.pop("why_no_price", None)
+            base.update(_instance_fields(inst, ctx, capacity, nodes, written=name))
+        elif ov.get("instance"):
+            base["why_no_price"] = f"instance {ov['instance']!r} from the workloads table is not in the catalogue"
     if wl.resolved.get("compute") is not None and wl.resolved["compute"].get("nodes") is None and launch_nodes:
         wl.resolved["compute"]["nodes"] = launch_nodes
     _model(wl, ctx)
@@ -245,9 +246,13 @@ def _model(wl: Workload, ctx: WorkloadContext) -> None:
     if ov.get("params"):
         wl.resolved["model"] = {"params": int(ov["params"]), "evidence": "[tool.gpulint] workloads table params", "name": ov.get("model")}
         return
-    names = [f for f in wl.of("model.name") if isinstance(f.value, str)]
     if ov.get("model"):
-        names.insert(0, Fact("model.name", ov["model"], wl.facts[0].loc if wl.facts else None, "config"))  # type: ignore[arg-type]
+        size = _size_for_name(ov["model"], extra, ctx)
+        if size is not None:
+            wl.resolved["model"] = {"name": ov["model"], "params": size.params, "active_params": size.active_params,
+                                    "evidence": f"{size.evidence} ([tool.gpulint] workloads table model)", "dims": size.dims}
+            return
+    names = [f for f in wl.of("model.name") if isinstance(f.value, str)]
     for f in names:
         size = _size_for_name(f.value, extra, ctx)
         if size is not None:

@@ -49,6 +49,11 @@ class Compute:
     path: str
     target: str
     facts: list[Fact] = field(default_factory=list)
+    joined: list["Compute"] = field(default_factory=list)  # launch templates an autoscaling group starts
+
+    @property
+    def all_facts(self) -> list[Fact]:
+        return self.facts + [f for j in self.joined for f in j.facts]
 
     def first(self, kind: str) -> Fact | None:
         for f in self.facts:
@@ -59,6 +64,9 @@ class Compute:
     def value(self, kind: str, default: Any = None) -> Any:
         f = self.first(kind)
         return f.value if f is not None else default
+
+    def role(self) -> str | None:
+        return (self.value("compute.target") or {}).get("role")
 
     @property
     def loc(self) -> Location:
@@ -124,7 +132,7 @@ class Repo:
 
 def _module_to_paths(module: str, base_dir: str) -> list[str]:
     rel = module.replace(".", "/")
-    cands = [f"{rel}.py", f"{rel}/__init__.py"]
+    cands = [f"{rel}.py", f"{rel}/__main__.py", f"{rel}/__init__.py"]
     return [posixpath.normpath(posixpath.join(base_dir, c)) for c in cands]
 
 
@@ -137,10 +145,7 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
         return None
     if not script or "$" in script or "{" in script:
         return None
-    s = script
-    for prefix in ("./", "/workspace/", "/app/", "/opt/ml/code/", "/code/", "/src/"):
-        if s.startswith(prefix):
-            s = s[len(prefix):]
+    s = _strip_container(script)
     here = posixpath.dirname(launcher_path)
     candidates = [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
     if s.startswith("/"):
@@ -159,9 +164,20 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
     return None
 
 
+_CONTAINER_PREFIXES = ("./", "/workspace/", "/app/", "/opt/ml/code/", "/opt/ml/input/config/", "/code/", "/src/")
+
+
+def _strip_container(path: str) -> str:
+    for prefix in _CONTAINER_PREFIXES:
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
 def _resolve_config(path: str | None, near: str, repo: Repo) -> str | None:
     if not isinstance(path, str) or "$" in path:
         return None
+    path = _strip_container(path)
     for c in (posixpath.normpath(posixpath.join(posixpath.dirname(near), path)), posixpath.normpath(path.lstrip("./")) if path.startswith("./") else posixpath.normpath(path)):
         if c in repo.kinds:
             return c
@@ -187,7 +203,13 @@ def _local_modules(path: str, repo: Repo) -> list[str]:
             mod = mod.lstrip(".")
             bases = [base]
         else:
-            bases = [here, ""]
+            # the file's folder and each ancestor up to the root (src/ layouts, scripts/ next to a package)
+            bases, b = [], here
+            while True:
+                bases.append(b)
+                if not b:
+                    break
+                b = posixpath.dirname(b)
         if not mod:
             continue
         for b in bases:
@@ -217,7 +239,10 @@ def compute_targets(repo: Repo) -> dict[str, Compute]:
             if f.target and (f.kind.startswith("compute.") or f.kind in ("env", "launch", "storage.mount")):
                 cid = f"{path}#{f.target}"
                 out.setdefault(cid, Compute(cid, path, f.target)).facts.append(f)
-    return {cid: c for cid, c in out.items() if c.first("compute.target") is not None}
+    computes = {cid: c for cid, c in out.items() if c.first("compute.target") is not None}
+    for c in computes.values():
+        c.joined = [computes[t] for t in _template_ids(c, computes) if t != c.id]
+    return computes
 
 
 def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
@@ -264,8 +289,11 @@ def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
                 _attach_config(wl, _resolve_config(f.value.get("path"), f.loc.path, repo), repo, f"code: {f.loc.short()} names it")
         for f in wl.launchers:
             for arg in f.value.get("args") or []:
-                if isinstance(arg, str) and arg.endswith((".json", ".yaml", ".yml")) and not arg.startswith("-"):
-                    _attach_config(wl, _resolve_config(arg, f.loc.path, repo), repo, f"launcher: {f.loc.short()} passes it")
+                if not isinstance(arg, str):
+                    continue
+                value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+                if value.endswith((".json", ".yaml", ".yml")) and not value.startswith("-"):
+                    _attach_config(wl, _resolve_config(value, f.loc.path, repo), repo, f"launcher: {f.loc.short()} passes it")
     # 2. the configuration's workloads table
     for row in table or []:
         entry = row.get("entrypoint")
@@ -293,7 +321,11 @@ def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
             if not explicit and len(accel) == 1:
                 _attach_config(wl, accel[0], repo, f"repo: {accel[0]} is the only accelerate config")
     claimed = {wl.compute.id for wl in workloads.values() if wl.compute}
-    free_compute = [c for cid, c in computes.items() if cid not in claimed and c.has_gpu_hint() and _is_standalone(c)]
+    # a launch template started by an autoscaling group is that group's compute, not a target of its own
+    templates = _templates_in_use(computes)
+    free_compute = [c for cid, c in computes.items()
+                    if cid not in claimed and cid not in templates and _is_standalone(c) and c.role() not in ("serving", "notebook")
+                    and (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined))]
     no_compute = [wl for wl in workloads.values() if wl.compute is None and wl.trains]
     if len(free_compute) == 1 and len(no_compute) == 1:
         wl = no_compute[0]
@@ -302,9 +334,9 @@ def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
     elif free_compute and no_compute:
         for wl in no_compute:
             wl.unknown.append(
-                f"compute: ambiguous, {len(free_compute)} GPU compute targets ({', '.join(c.id for c in free_compute[:4])}) and "
-                f"{len(no_compute)} workloads without one; pin it in [tool.gpulint]: "
-                f"[[tool.gpulint.workloads]] entrypoint = \"{wl.entrypoint}\", compute = \"{free_compute[0].id}\""
+                f"compute: ambiguous: {len(free_compute)} GPU compute targets ({', '.join(c.id for c in free_compute[:4])}) and "
+                f"{len(no_compute)} training workloads without one. Pin it in pyproject.toml:\n"
+                f"    [[tool.gpulint.workloads]]\n    entrypoint = \"{wl.entrypoint}\"\n    compute = \"<one of the targets above>\""
             )
     for wl in workloads.values():
         if wl.compute is None and not any("compute: ambiguous" in u for u in wl.unknown):
@@ -312,6 +344,24 @@ def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
         if not wl.launchers:
             wl.unknown.append("launcher: nothing in the repository starts this script")
     return [workloads[k] for k in sorted(workloads)]
+
+
+def _template_ids(c: Compute, computes: dict[str, Compute]) -> list[str]:
+    out = []
+    for f in c.facts:
+        lt = (f.attrs or {}).get("launch_template")
+        if isinstance(lt, str):
+            cid = f"{c.path}#{lt}"
+            if cid not in computes:  # another file of the same module
+                folder = posixpath.dirname(c.path)
+                cid = next((k for k, v in computes.items() if v.target == lt and posixpath.dirname(v.path) == folder), "")
+            if cid:
+                out.append(cid)
+    return out
+
+
+def _templates_in_use(computes: dict[str, Compute]) -> set[str]:
+    return {t for c in computes.values() for t in _template_ids(c, computes)}
 
 
 def _is_standalone(c: Compute) -> bool:

@@ -7,6 +7,7 @@ decided is recorded as unknown (None) so rules stay silent on it.
 """
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 import libcst as cst
@@ -371,7 +372,9 @@ def _distributed(f: _Facts) -> None:
 def _checkpoints(f: _Facts) -> None:
     ix = f.ix
     for c in ix.calls_to("torch.save"):
-        f.add("checkpoint.save", {"via": "torch.save", "dir": None}, c.node, "torch.save")
+        target = f.val(c, "f", 1)
+        where = posixpath.dirname(target) or "." if isinstance(target, str) else None
+        f.add("checkpoint.save", {"via": "torch.save", "dir": where}, c.node, "torch.save")
     for c in ix.calls_to("torch.distributed.checkpoint.save", "torch.distributed.checkpoint.save_state_dict"):
         f.add("checkpoint.save", {"via": "dcp", "dir": None}, c.node, c.qualname)
     for c in ix.calls_to("torch.distributed.checkpoint.load", "torch.distributed.checkpoint.load_state_dict"):
@@ -386,9 +389,7 @@ def _checkpoints(f: _Facts) -> None:
         elif c.attr == "load_checkpoint" and c.receiver:
             f.add("checkpoint.resume", {"via": "load_checkpoint"}, c.node, "load_checkpoint")
         elif c.attr == "load_state_dict" and c.receiver:
-            arg = c.positional(0)
-            # loading from a file (torch.load(...)) is a resume; copying between live modules is not
-            if isinstance(arg, cst.Subscript) or isinstance(arg, cst.Call) or isinstance(arg, cst.Name):
+            if _from_file(f, c.positional(0) or c.kwarg("state_dict"), c.scope):
                 f.add("checkpoint.resume", {"via": "load_state_dict"}, c.node, "load_state_dict")
         elif c.attr == "save_pretrained" and c.receiver:
             f.add("checkpoint.save", {"via": "save_pretrained", "dir": _norm(f.val(c, "save_directory", 0)), "weights_only": True}, c.node, "save_pretrained")
@@ -412,6 +413,29 @@ def _checkpoints(f: _Facts) -> None:
                 f.add("checkpoint.save", {"via": "lightning", "dir": _norm(f.val(c, "default_root_dir")), "default": True}, c.node, q)
 
 
+_LOADERS = {"torch.load", "safetensors.torch.load_file", "torch.distributed.checkpoint.load"}
+
+
+def _from_file(f: _Facts, arg: cst.BaseExpression | None, scope: str, depth: int = 0) -> bool:
+    """Is a state dict read from a file (torch.load(...), ckpt["model"] of a
+    loaded dict)? Copying between live modules (ema.load_state_dict(model.state_dict()))
+    is not a resume."""
+    if arg is None or depth > 4:
+        return False
+    if isinstance(arg, cst.Subscript):
+        return _from_file(f, arg.value, scope, depth + 1)
+    if isinstance(arg, cst.Call):
+        q = f.ix.imports.get((dotted(arg.func) or "").split(".")[0], "")
+        full = (q + "." + (dotted(arg.func) or "").split(".", 1)[1]) if q and "." in (dotted(arg.func) or "") else f.ix.imports.get(dotted(arg.func) or "", "")
+        return full in _LOADERS or (dotted(arg.func) or "").endswith(("load_file", "torch.load"))
+    if isinstance(arg, cst.Name):
+        for a in f.ix.assigns:
+            if a.target == arg.value and (a.scope == scope or a.scope == ""):
+                if _from_file(f, a.value if isinstance(a.value, cst.BaseExpression) else None, scope, depth + 1):
+                    return True
+    return False
+
+
 def _models(f: _Facts) -> None:
     for c in f.ix.calls:
         if c.attr == "from_pretrained":
@@ -429,6 +453,18 @@ def _models(f: _Facts) -> None:
     for c in f.ix.calls_to("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential",
                            "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing"):
         f.add("grad_checkpointing", {"enabled": True, "via": c.qualname}, c.node, c.qualname)
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        if q.startswith("transformers.") and q.endswith("Config") and "()" not in q and not q.endswith(("BitsAndBytesConfig", "GenerationConfig")):
+            dims = {}
+            for arg in c.node.args:
+                if arg.keyword is not None:
+                    v = f.ev.value(arg.value, c.scope)
+                    if isinstance(v, (int, float, str, bool)):
+                        dims[arg.keyword.value] = v
+            if any(k in dims for k in ("hidden_size", "n_embd", "d_model")):
+                dims.setdefault("model_type", q.split(".")[-1][: -len("Config")].lower())
+                f.add("model.config", dims, c.node, q)
     for c in f.ix.calls_to("peft.get_peft_model", "peft.LoraConfig", "peft.prepare_model_for_kbit_training"):
         f.add("peft", {"method": "lora", "via": c.qualname}, c.node, c.qualname)
     for c in f.ix.calls_to("transformers.BitsAndBytesConfig"):

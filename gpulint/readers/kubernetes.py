@@ -129,6 +129,45 @@ def _commands():
     return commands
 
 
+def _split_commands(line: str) -> list[str]:
+    """The commands of a shell line: split on ``&&``, ``||``, ``;`` and ``&``
+    outside quotes and ``$(...)``/backticks; of a pipeline ``a | b`` only ``a``
+    is kept (the launcher comes first; ``| tee log`` follows)."""
+    out, buf = [], []
+    quote, depth, i, skip_pipe = None, 0, 0, False
+    while i < len(line):
+        ch = line[i]
+        two = line[i:i + 2]
+        if quote:
+            if ch == "\\" and quote == '"':
+                buf.append(line[i:i + 2])
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+        elif ch in "\"'`":
+            quote = ch
+        elif two == "$(":
+            depth += 1
+            buf.append(two)
+            i += 2
+            continue
+        elif ch == ")" and depth:
+            depth -= 1
+        elif depth == 0 and (two in ("&&", "||") or ch in ";&|"):
+            if not skip_pipe:
+                out.append("".join(buf))
+            skip_pipe = ch == "|" and two != "||"
+            buf = []
+            i += 2 if two in ("&&", "||") else 1
+            continue
+        buf.append(ch)
+        i += 1
+    if not skip_pipe:
+        out.append("".join(buf))
+    return [p for p in out if p.strip()]
+
+
 def launches_from_script(script: str, subst: dict[str, str] | None = None) -> list[tuple[int, dict, dict | None]]:
     """Per logical line: ``(line offset, env set on that line, launch fact value or None)``.
 
@@ -140,8 +179,8 @@ def launches_from_script(script: str, subst: dict[str, str] | None = None) -> li
     for offset, text in script_lines(script):
         for name, value in (subst or {}).items():
             text = re.sub(r"\$\{" + name + r"\}|\$" + name + r"\b", value, text)
-        for part in _LIST_OPS.split(text):
-            part = _KEYWORD_RX.sub("", part.split("|")[0]).strip()
+        for part in _split_commands(text):
+            part = _KEYWORD_RX.sub("", part).strip()
             if not part:
                 continue
             env, argv = cmds.split_command_line(part)
