@@ -7,6 +7,8 @@ import json
 import pytest
 
 from conftest import FIXTURES, run_cli
+from gpulint.kinds.parsers import parse_notebook
+from gpulint.sources import ParseError
 
 SETUP = "import torch\nmodel = torch.nn.Linear(16, 16).cuda()\nopt = torch.optim.AdamW(model.parameters())"
 LOOP = "for x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()"
@@ -105,20 +107,47 @@ def test_line_and_cell_magics_do_not_break_parsing(tmp_path):
     assert (f["code"], f["cell"], f["cell_line"]) == ("AMP001", 4, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="parsers.parse_notebook blanks every cell that starts with %%, but %%time, "
-                   "%%timeit and %%capture run their body as Python: a training loop under %%time is never scanned")
 def test_training_under_a_python_cell_magic_is_scanned(tmp_path):
     notebook(tmp_path / "train.ipynb", code(SETUP), code("%%time\n" + LOOP))
     assert [(f["code"], f["cell"], f["cell_line"]) for f in scan(tmp_path)] == [("AMP001", 2, 4)]
 
 
-@pytest.mark.xfail(strict=True, reason="parsers.parse_notebook replaces a magic line by 'pass' at column 0, dropping its "
-                   "indentation, so a magic inside a loop body ('    !nvidia-smi') makes libcst fail: false SYS001")
 def test_indented_magic_inside_a_block(tmp_path):
     notebook(tmp_path / "train.ipynb", code(SETUP),
              code("for x in loader:\n    !nvidia-smi --query-gpu=utilization.gpu --format=csv\n    loss = model(x.cuda()).sum()\n"
                   "    loss.backward()\n    opt.step()"))
     assert [(f["code"], f["cell"]) for f in scan(tmp_path)] == [("AMP001", 2)]
+
+
+def test_other_cell_magics_stay_blanked(tmp_path):
+    """%%writefile, %%bash and %%html bodies are not run in the kernel: not scanned, not parsed."""
+    notebook(tmp_path / "train.ipynb", code(SETUP),
+             code("%%writefile train.py\n" + LOOP),
+             code("%%bash\nfor f in *.pt; do echo $f; done"),
+             code("%%html\n<div>loss: <b>{x}</b></div>"))
+    assert scan(tmp_path) == []
+
+
+def test_python_cell_magics_keep_their_body():
+    src = json.dumps({"cells": [code(SETUP),
+                                code("%%timeit -n 3\nmodel(x.cuda())\n!nvidia-smi"),
+                                code("%%capture out\nimport timm"),
+                                code("%%prun -s cumulative\nfor x in loader:\n    %time step(x)")]})
+    source = parse_notebook(src, "nb.ipynb")
+    lines = source.text.splitlines()
+    assert lines[3:6] == ["pass", "model(x.cuda())", "pass"]
+    assert lines[6:8] == ["pass", "import timm"]
+    assert lines[8:11] == ["pass", "for x in loader:", "    pass"]
+    # a name that only starts like a Python cell magic is blanked whole
+    other = parse_notebook(json.dumps({"cells": [code("%%timer\nthis is not python")]}), "nb.ipynb")
+    assert other.text.splitlines() == ["pass", "pass"]
+
+
+def test_indented_magics_keep_their_indentation():
+    cell = "if ok:\n\tfor x in loader:\n\t    !ls data/\n\t    %time step(x)\n\t    x?\n\t    y = 1"
+    source = parse_notebook(json.dumps({"cells": [code(cell)]}), "nb.ipynb")
+    assert source.text.splitlines() == ["if ok:", "\tfor x in loader:", "\t    pass", "\t    pass", "\t    pass", "\t    y = 1"]
+    assert source.tree is not None
 
 
 # -- syntax errors --------------------------------------------------------------------------------------
@@ -132,16 +161,41 @@ def test_syntax_error_in_one_cell_is_sys001_naming_the_cell(tmp_path):
     assert ("AMP001", "ok.ipynb") in {(f["code"], f["path"]) for f in found}  # the scan goes on
 
 
-@pytest.mark.xfail(strict=True, reason="parsers.parse_notebook takes the position from libcst's raw_line (where its parser "
-                   "gave up: an unclosed '(' runs on into the next cell, so the wrong cell is named), keeps libcst's message "
-                   "in virtual-module coordinates ('error at 5:11'), and engine.analyze_file builds the SYS001 Location "
-                   "without cell/cell_line; parse_python uses CPython's position and wording (_python_error)")
 def test_syntax_error_points_at_the_offending_line_and_cell(tmp_path):
+    """CPython's position and wording: an unclosed '(' is named where it opens,
+    not in the next cell where libcst's parser gave up."""
     nb = notebook(tmp_path / "broken.ipynb", code(SETUP), code("def collate(batch:\n    return batch"), code(LOOP))
     (err,) = scan(tmp_path)
-    assert "cell 2" in err["message"] and "never closed" in err["message"]
-    assert (err.get("cell"), err.get("cell_line")) == (2, 1)
+    assert "cell 2, line 1" in err["message"] and "never closed" in err["message"]
+    assert "error at" not in err["message"]  # no virtual-module coordinates
     assert err["line"] == file_line(nb, "def collate(batch:")
+
+
+@pytest.mark.xfail(strict=True, reason="engine.analyze_file builds the SYS001 Location from ParseError.line/column only; "
+                   "parse_notebook attaches the full Location (with cell/cell_line) as ParseError.location for it to use")
+def test_syntax_error_location_carries_the_cell(tmp_path):
+    notebook(tmp_path / "broken.ipynb", code(SETUP), code("def collate(batch:\n    return batch"), code(LOOP))
+    (err,) = scan(tmp_path)
+    assert (err.get("cell"), err.get("cell_line")) == (2, 1)
+
+
+def test_syntax_error_maps_to_cell_and_file_line_in_parse_error(tmp_path):
+    nb = notebook(tmp_path / "broken.ipynb", code(SETUP), md("# Train"), code("print('ok')\nx = = 1\ny = 2"), code(LOOP))
+    with pytest.raises(ParseError) as info:
+        parse_notebook(nb.read_text(), "broken.ipynb")
+    err = info.value
+    assert err.message == "Python syntax error in cell 3, line 2: invalid syntax"
+    assert (err.line, err.column) == (file_line(nb, '"x = = 1'), 5)
+    assert (err.location.cell, err.location.cell_line, err.location.line) == (3, 2, err.line)
+
+
+def test_syntax_error_at_end_of_last_cell_stays_in_that_cell(tmp_path):
+    """CPython reports an unfinished block one line past the end of the module."""
+    nb = notebook(tmp_path / "broken.ipynb", code(SETUP), code("for x in loader:"))
+    with pytest.raises(ParseError) as info:
+        parse_notebook(nb.read_text(), "broken.ipynb")
+    assert info.value.message.startswith("Python syntax error in cell 2, line 1: expected an indented block")
+    assert info.value.line == file_line(nb, '"for x in loader:')
 
 
 def test_invalid_notebook_json_is_sys001(tmp_path):

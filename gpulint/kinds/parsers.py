@@ -43,6 +43,9 @@ def _python_error(text: str, exc) -> tuple[int, int, str]:
 
 
 _MAGIC = re.compile(r"^\s*([%!]|\?\w|\w+\?$)")
+# cell magics whose body IPython runs as Python (timed, captured or profiled):
+# only their first line is not Python; every other cell magic is blanked whole
+_PYTHON_CELL_MAGIC = re.compile(r"^%%(time|timeit|capture|prun)\b")
 
 
 def parse_notebook(text: str, path: str) -> Source:
@@ -67,11 +70,7 @@ def parse_notebook(text: str, path: str) -> Source:
             continue
         src = cell.get("source", "")
         src = "".join(src) if isinstance(src, list) else str(src)
-        body = src.splitlines() or [""]
-        if body and body[0].lstrip().startswith("%%"):
-            body = ["pass" for _ in body]  # a cell magic: the cell is not Python
-        else:
-            body = [("pass" if _MAGIC.match(b) else b) for b in body]
+        body = _blank_magics(src.splitlines() or [""])
         mapping.append((i + 1, line, file_lines[i] if file_lines else None))
         parts.append("\n".join(body))
         line += len(body)
@@ -80,11 +79,34 @@ def parse_notebook(text: str, path: str) -> Source:
     try:
         source.tree = cst.parse_module(module)
     except cst.ParserSyntaxError as exc:
-        loc = source.loc(exc.raw_line, exc.raw_column + 1)
-        raise ParseError(f"Python syntax error in cell {loc.cell}: {_first_line(exc.message)}", loc.line, loc.column) from None
+        raise _notebook_syntax_error(source, exc) from None
     except Exception as exc:
         raise ParseError(f"notebook code could not be parsed: {_first_line(str(exc))}") from None
     return source
+
+
+def _blank_magics(body: list[str]) -> list[str]:
+    """Lines of one code cell with IPython syntax replaced by `pass`, so the
+    line count (and so every position) stays the same."""
+    first = body[0].lstrip()
+    if first.startswith("%%"):
+        if not _PYTHON_CELL_MAGIC.match(first):
+            return ["pass" for _ in body]  # %%bash, %%writefile ...: not Python
+        body = ["pass"] + body[1:]
+    # keep a magic's indentation: `    !nvidia-smi` in a loop body stays in the loop
+    return [(b[: len(b) - len(b.lstrip())] + "pass" if _MAGIC.match(b) else b) for b in body]
+
+
+def _notebook_syntax_error(source: Source, exc) -> ParseError:
+    """A ParseError at CPython's position (see _python_error), mapped back from
+    the virtual module to the cell, the cell line and the line of the .ipynb."""
+    line, col, msg = _python_error(source.text, exc)
+    line = max(1, min(line, source.text.count("\n")))  # EOF errors point past the last line
+    msg = re.sub(r"\berror at \d+:\d+: ", "", msg)  # libcst's fallback wording names virtual coordinates
+    loc = source.loc(line, col)
+    err = ParseError(f"Python syntax error in cell {loc.cell}, line {loc.cell_line}: {msg}", loc.line, loc.column)
+    err.location = loc  # type: ignore[attr-defined]  # full Location with cell/cell_line, for callers that use it
+    return err
 
 
 _SOURCE_KEY = re.compile(r'^\s*"source"\s*:\s*(\[)?')
