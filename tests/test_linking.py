@@ -102,7 +102,7 @@ def test_two_scripts_one_target_is_ambiguous(tmp_path):
     _, wls = scan(tmp_path, {"a.py": TRAIN, "b.py": TRAIN, "infra/main.tf": P4D})
     for wl in wls.values():
         assert wl.compute is None
-        assert any(u.startswith("compute: ambiguous, 1 GPU compute targets (infra/main.tf#aws_instance.gpu) and 2 workloads")
+        assert any(u.startswith("compute: ambiguous: 1 GPU compute targets (infra/main.tf#aws_instance.gpu) and 2 training workloads")
                    for u in wl.unknown)
 
 
@@ -158,7 +158,9 @@ def test_table_pins_instance_capacity_nodes_and_model(tmp_path):
     assert wl.name == "llama-sft"
     c = wl.resolved["compute"]
     assert (c["instance"], c["capacity"], c["nodes"], c["gpus_per_node"]) == ("p5.48xlarge", "spot", 2, 8)
-    assert c["instance_fact"] == "config workloads table"
+    assert c["instance_fact"] == "[tool.gpulint] workloads table"
+    assert wl.reasons == ["config: workloads table pins instance p5.48xlarge"]
+    assert not any(u.startswith(("compute:", "capacity:", "nodes:")) for u in wl.unknown)
     assert c["unit_usd_per_hour"] == pytest.approx(unit_price("p5.48xlarge", "spot"))
     assert c["usd_per_hour"] == pytest.approx(round(unit_price("p5.48xlarge", "spot") * 2, 4))
     assert c["region"] and c["as_of"]
@@ -187,36 +189,41 @@ def test_table_row_for_a_missing_file_is_ignored(tmp_path):
     assert list(wls) == ["train.py"] and wls["train.py"].overrides == {}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "resolve.resolve_workload: a table row with nodes/capacity but no instance only overwrites the 'nodes' and "
-    "'capacity' fields (the `elif ov.get('capacity') or ov.get('nodes')` branch); unit_usd_per_hour and "
-    "usd_per_hour keep the on-demand x 1 node price. It should re-price with catalogue.price(inst, capacity) x nodes"))
 def test_table_nodes_and_capacity_reprice_linked_compute(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\nnodes = 4\ncapacity = "spot"\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN, "infra/main.tf": P4D}, cfg)
     c = wls["train.py"].resolved["compute"]
     assert (c["nodes"], c["capacity"]) == (4, "spot")
+    assert c["unit_usd_per_hour"] == pytest.approx(unit_price("p4d.24xlarge", "spot"))
     assert c["usd_per_hour"] == pytest.approx(round(unit_price("p4d.24xlarge", "spot") * 4, 4))
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "workloads.link lists 'compute: no launcher, infrastructure file or config names the instance this runs on' "
-    "and records no link when the table pins `instance` (only `compute` pins are recorded as reasons); "
-    "resolve.resolve_workload should drop that unknown and add 'config: workloads table pins instance ...'"))
+    "resolve.resolve_workload: a table row that pins capacity updates compute['capacity'] but keeps the "
+    "capacity_fact of the linked target, so 'spot' from the table is cited at infra/main.tf:1, the aws_instance's "
+    "implicit on-demand default; it should cite the workloads table as instance_fact does for an instance pin"))
+def test_table_capacity_pin_cites_the_table(tmp_path):
+    cfg = '[[workloads]]\nentrypoint = "train.py"\ncapacity = "spot"\n'
+    _, wls = scan(tmp_path, {"train.py": TRAIN, "infra/main.tf": P4D}, cfg)
+    c = wls["train.py"].resolved["compute"]
+    assert c["capacity"] == "spot"
+    assert c["capacity_fact"] == "[tool.gpulint] workloads table"
+
+
 def test_table_instance_pin_is_a_link_not_an_unknown(tmp_path):
     _, wls = scan(tmp_path, {"train.py": TRAIN}, '[[workloads]]\nentrypoint = "train.py"\ninstance = "g5.xlarge"\n')
     wl = wls["train.py"]
     assert not any(u.startswith("compute:") for u in wl.unknown)
-    assert any("workloads table" in r and "g5.xlarge" in r for r in wl.reasons)
+    assert wl.reasons == ["config: workloads table pins instance g5.xlarge"]
+    assert wl.resolved["compute"]["instance_fact"] == "[tool.gpulint] workloads table"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "resolve._model builds the pinned model.name Fact at wl.facts[0].loc, so the evidence of a model named in the "
-    "workloads table points at an unrelated line of the code (e.g. 'train.py:6'); it should cite the config file"))
 def test_table_model_evidence_cites_the_config(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\nmodel = "meta-llama/Llama-2-70b-hf"\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN}, cfg)
-    assert "train.py:" not in wls["train.py"].resolved["model"]["evidence"]
+    evidence = wls["train.py"].resolved["model"]["evidence"]
+    assert "train.py:" not in evidence
+    assert evidence.endswith(" ([tool.gpulint] workloads table model)")
 
 
 # -- 3. repo-level pairing: accelerate config --------------------------------------------------------
@@ -266,15 +273,11 @@ def test_module_launch(tmp_path, cmd):
     assert wl.reasons[0] == "launcher: scripts/run.sh:2 runs pkg/train.py"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads._module_to_paths maps `python -m trainer` to trainer.py or trainer/__init__.py, but Python runs "
-    "trainer/__main__.py for a package: the launcher is attached to the empty __init__.py and the real entrypoint "
-    "is reported as started by nothing. Trying f'{rel}/__main__.py' before f'{rel}/__init__.py' would fix it"))
 def test_module_launch_of_a_package_runs_its_main(tmp_path):
     files = {"trainer/__init__.py": "", "trainer/__main__.py": TRAIN, "run.sh": "#!/bin/bash\npython -m trainer\n"}
     _, wls = scan(tmp_path, files)
     assert list(wls) == ["trainer/__main__.py"]
-    assert wls["trainer/__main__.py"].launchers
+    assert wls["trainer/__main__.py"].reasons == ["launcher: run.sh:2 runs trainer/__main__.py"]
 
 
 def test_module_launch_of_a_missing_module_links_nothing(tmp_path):
@@ -387,14 +390,11 @@ def test_var_ref_without_a_default_in_its_module_stays_unknown(tmp_path, variabl
     assert any(u.startswith("instance:") for u in wl.unknown)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "resolve.resolve_compute reports an unresolved var ref as '<id> names no instance type' because unresolved refs "
-    "never enter `names`; the branch 'the instance type is not a literal value' is unreachable for refs. It should "
-    "name the reference (var.itype) and say it has no literal default in the module"))
 def test_unresolved_var_ref_is_named_in_unknown(tmp_path):
     files = {"train.py": TRAIN, "infra/main.tf": tf_instance("t", "var.itype")}
     _, wls = scan(tmp_path, files)
-    assert any("var.itype" in u for u in wls["train.py"].unknown)
+    assert "instance: the instance type var.itype (infra/main.tf:3) has no literal default in its module" \
+        in wls["train.py"].unknown
 
 
 def test_tf_value_maps_and_passes_literals():
@@ -409,9 +409,6 @@ def test_tf_value_maps_and_passes_literals():
 
 
 # -- linker gaps found by the fixtures (unit-level) ---------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads.link skips launcher args starting with '-', so '--config=cfg/a.yaml' is never linked while "
-    "'--config cfg/a.yaml' is; the '--flag=value' form should be split before the suffix check"))
 def test_config_flag_with_equals_is_linked(tmp_path):
     files = {"train.py": TRAIN, "cfg/a.yaml": "lr: 0.001\n", "run.sh": "#!/bin/bash\npython train.py --config=cfg/a.yaml\n"}
     _, wls = scan(tmp_path, files)
@@ -424,9 +421,6 @@ def test_config_flag_with_space_is_linked(tmp_path):
     assert wls["train.py"].configs == ["cfg/a.yaml"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads._local_modules tries only the importing file's folder and the repo root as bases for absolute "
-    "imports, so `from pkg.data import x` in src/pkg/train.py (src layout) does not find src/pkg/data.py"))
 def test_src_layout_import_is_a_code_file(tmp_path):
     files = {"src/pkg/__init__.py": "", "src/pkg/train.py": "from pkg.data import loader\n" + TRAIN, "src/pkg/data.py": "loader = None\n"}
     _, wls = scan(tmp_path, files)

@@ -147,15 +147,34 @@ def test_terraform_aws():
     assert facts_of(wl["facts"], "dataloader")[0][1] == "llm/data.py:21"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads.link pairs the launch template, not the autoscaling group that launches it: "
-    "Compute.has_gpu_hint() is False for the ASG (no instance type of its own, only attrs['launch_template']), "
-    "so the ASG never becomes a free compute target and its desired_capacity (var.nodes) is never read"))
 def test_terraform_aws_links_the_autoscaling_group():
-    comp = only("wl-terraform-aws")["compute"]
+    wl = only("wl-terraform-aws")
+    comp = wl["compute"]
     assert comp["id"] == "infra/main.tf#aws_autoscaling_group.trainer"
-    assert (2, "infra/main.tf:56") in facts_of(comp["facts"], "compute.node_count")
+    # facts keep the raw ref (like instance_type above); the resolved count is comp["nodes"]
+    assert ({"ref": "var.nodes"}, "infra/main.tf:56") in facts_of(comp["facts"], "compute.node_count")
+    # the launch template's facts are joined into the group's compute
+    assert ({"ref": "var.instance_type"}, "infra/main.tf:13") in facts_of(comp["facts"], "compute.instance_type")
     assert comp["instance"] == "p4d.24xlarge" and comp["capacity"] == "spot" and comp["efa_requested"] == 4
+    assert comp["nodes"] == 2
+    # the template is the group's compute, not a second target: the pairing stays unambiguous
+    assert ("repo: infra/main.tf#aws_autoscaling_group.trainer is the only GPU compute target and llm/train.py "
+            "the only training workload without one") in wl["links"]
+    assert not any("aws_launch_template" in s for s in wl["links"] + wl["unknown"])
+
+
+def test_terraform_aws_nodes_come_from_the_autoscaling_group(tmp_path):
+    # torchrun says --nnodes=2; the group's desired_capacity (var.nodes) decides the node count and the price
+    repo = tmp_path / "wl-terraform-aws"
+    shutil.copytree(FIXTURES / "wl-terraform-aws", repo)
+    variables = repo / "infra" / "variables.tf"
+    text = variables.read_text(encoding="utf-8")
+    assert text.count("default = 2\n") == 1
+    variables.write_text(text.replace("default = 2\n", "default = 3\n"), encoding="utf-8")
+    (wl,) = _workloads_json(repo)["workloads"]
+    assert wl["compute"]["id"] == "infra/main.tf#aws_autoscaling_group.trainer"
+    check_price(wl["compute"], "p4d.24xlarge", "spot", nodes=3)
+    assert wl["compute"]["nodes"] == 3
 
 
 # -- Terraform GCP: A2 + guest_accelerator + SPOT; a CPU GKE pool that must not pair -----------
@@ -197,19 +216,28 @@ AZ_VMSS = "infra/main.tf#azurerm_linux_virtual_machine_scale_set.trainer"
 AZ_AKS = "infra/aks.tf#azurerm_kubernetes_cluster_node_pool.inference"
 
 
-def test_terraform_azure_is_ambiguous_without_a_pin():
+def test_terraform_azure_pairs_the_training_scale_set_without_a_pin():
+    # the AKS GPU pool serves inference: it is not offered to a training workload, so the scale set is
+    # the only GPU compute target left and pairs without a pin
     wl = only("wl-terraform-azure")
     assert wl["entrypoint"] == "asr/train.py"
     assert wl["code_files"] == ["asr/train.py", "asr/data.py"]
     assert [launcher(wl)] == [("torchrun", 2, 8, "scripts/node.sh:8")]
-    assert wl["compute"] is None
-    amb = [u for u in wl["unknown"] if u.startswith("compute: ambiguous")]
-    assert len(amb) == 1
-    assert AZ_VMSS in amb[0] and AZ_AKS in amb[0]
-    assert "[[tool.gpulint.workloads]]" in amb[0] and 'entrypoint = "asr/train.py"' in amb[0]
-    assert "Standard_D4s_v5" not in amb[0] and "default_node_pool" not in amb[0]  # the CPU system pool
-    assert "model size: 'openai/whisper-large-v3' is not a known model and carries no size hint; " \
-           "add it under [tool.gpulint.models]" in wl["unknown"]
+    comp = wl["compute"]
+    assert comp["id"] == AZ_VMSS
+    assert comp["provider"] == "azure"
+    assert comp["instance_fact"] == "infra/main.tf:15"
+    assert comp["nodes"] == 2
+    assert comp["gpus_per_node"] == 8 and comp["gpu_model"] == "A100-SXM4-40GB"
+    assert comp["capacity"] == "spot" and comp["capacity_fact"] == "infra/main.tf:17"
+    check_price(comp, "Standard_ND96asr_v4", "spot", nodes=2)
+    assert wl["links"] == [
+        "code: asr/train.py imports asr/data.py",
+        "launcher: scripts/node.sh:8 runs asr/train.py",
+        f"repo: {AZ_VMSS} is the only GPU compute target and asr/train.py the only training workload without one",
+    ]
+    assert wl["unknown"] == ["model size: 'openai/whisper-large-v3' is not a known model and carries no size hint; "
+                             "add it under [tool.gpulint.models]"]
     assert env_of(wl) == {"NCCL_IB_HCA": ("mlx5", "scripts/node.sh:4"), "NCCL_SOCKET_IFNAME": ("eth0", "scripts/node.sh:5"),
                           "UCX_TLS": ("rc", "scripts/node.sh:6")}
     res = wl["resolved"]
@@ -237,13 +265,12 @@ def test_terraform_azure_pinned(tmp_path):
     assert wl["unknown"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads.link step 3 offers every GPU target to a training workload, including targets the Terraform "
-    "reader marked role='serving' (the AKS pool is named/labelled 'inference'); filtering free_compute by "
-    "role for training workloads would make this pairing unambiguous"))
 def test_terraform_azure_skips_the_inference_pool():
     wl = only("wl-terraform-azure")
     assert wl["compute"] is not None and wl["compute"]["id"] == AZ_VMSS
+    everything = wl["links"] + wl["unknown"]
+    assert not any(AZ_AKS in s or "azurerm_kubernetes_cluster" in s for s in everything)
+    assert not any("Standard_D4s_v5" in s or "default_node_pool" in s for s in everything)  # the CPU system pool
 
 
 # -- Kubernetes PyTorchJob with EFA ------------------------------------------------------------
@@ -274,23 +301,17 @@ def test_k8s_pytorchjob_efa():
     assert res["precision"] == {"mixed": True, "dtypes": ["bf16"], "evidence": ["fsdp at src/pretrain/train.py:26"]}
     assert res["checkpoint"] == {"saves": ["dcp at src/pretrain/train.py:39"], "resumes": ["dcp at src/pretrain/train.py:32"]}
     assert ({"via": "fsdp", "stage": 3, "hybrid": False}, "src/pretrain/train.py:28") in facts_of(wl["facts"], "sharding")
-    assert wl["links"] == ["launcher: k8s/pytorchjob.yaml:29 runs src/pretrain/train.py",
-                           "compute: k8s/pytorchjob.yaml#PyTorchJob/gpt-pretrain/Worker holds the launcher"]
+    assert wl["links"] == ["code: src/pretrain/train.py imports src/pretrain/data.py",
+                           "launcher: k8s/pytorchjob.yaml:29 runs src/pretrain/train.py",
+                           "compute: k8s/pytorchjob.yaml#PyTorchJob/gpt-pretrain/Worker holds the launcher",
+                           "config: configs/gpt2-xl.yaml (launcher: k8s/pytorchjob.yaml:29 passes it)"]
     assert wl["unknown"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads._local_modules resolves absolute imports only against the importing file's folder and the repo "
-    "root; a src/ layout (`from pretrain.data import ...` in src/pretrain/train.py, PYTHONPATH=src) is missed. "
-    "Trying every ancestor folder of the file as an import base would find src/pretrain/data.py"))
 def test_k8s_src_layout_imports_are_code_files():
     assert only("wl-k8s-efa")["code_files"] == ["src/pretrain/train.py", "src/pretrain/data.py"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workloads.link attaches launcher args that end in .json/.yaml only when the arg does not start with '-': "
-    "'--config=/workspace/configs/gpt2-xl.yaml' is skipped; splitting '--flag=value' and stripping container "
-    "prefixes (/workspace/) in _resolve_config as _resolve_script does would link configs/gpt2-xl.yaml"))
 def test_k8s_config_flag_with_equals_is_linked():
     assert only("wl-k8s-efa")["configs"] == ["configs/gpt2-xl.yaml"]
 
@@ -388,17 +409,11 @@ def test_sagemaker_spot():
     assert wl["unknown"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyindex.literal/Evaluator.value do not fold integer arithmetic: max_wait=48 * 3600 is None "
-    "(a BinaryOperation of two int literals could be folded safely)"))
 def test_sagemaker_max_wait_arithmetic():
     ((ckpt, _),) = facts_of(only("wl-sagemaker-spot")["compute"]["facts"], "compute.checkpoint")
     assert ckpt["max_wait"] == 48 * 3600 and ckpt["max_run"] == 36 * 3600
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyindex.Evaluator.value does not evaluate f-strings whose parts are module constants: "
-    "checkpoint_s3_uri=f\"{BUCKET}/checkpoints/...\" is None although BUCKET is a literal"))
 def test_sagemaker_fstring_checkpoint_uri():
     ((ckpt, _),) = facts_of(only("wl-sagemaker-spot")["compute"]["facts"], "compute.checkpoint")
     assert ckpt["s3_uri"] == "s3://acme-ml/checkpoints/llama2-13b-lora"
@@ -436,10 +451,6 @@ def test_slurm():
                              "capacity: spot or on-demand is not stated; on-demand assumed for prices"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "literal constructor dimensions are never turned into a model size: kinds/python_facts._models emits no "
-    "'model.params' for GPT2Config(n_layer=16, n_embd=2048, ...) and resolve._model reads no model.params "
-    "(modelsize.from_dims exists but nothing calls it for Python code); no 'model size' unknown is listed either"))
 def test_slurm_model_size_from_constructor_dims():
     from gpulint import modelsize
 
@@ -496,7 +507,7 @@ def test_ambiguous_says_so_and_shows_the_pin():
         (amb,) = [u for u in wl["unknown"] if u.startswith("compute: ambiguous")]
         assert AMB_BIG in amb and AMB_SMALL in amb
         assert "bastion" not in amb  # t3.micro is CPU compute
-        assert "2 GPU compute targets" in amb and "2 workloads without one" in amb
+        assert "2 GPU compute targets" in amb and "2 training workloads without one" in amb
         assert "[[tool.gpulint.workloads]]" in amb and f'entrypoint = "{wl["entrypoint"]}"' in amb
         assert "launcher: nothing in the repository starts this script" in wl["unknown"]
     text = workloads_text("wl-ambiguous")
@@ -522,16 +533,16 @@ def test_ambiguous_pinned(tmp_path):
     assert fine["resolved"]["model"]["params"] == 335_141_888  # bert-large-uncased
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the pin printed by workloads.link is one line ('[[tool.gpulint.workloads]] entrypoint = \"...\", compute = \"...\"'), "
-    "which is not TOML a user can paste; it also proposes the first GPU target for every workload. Printing "
-    "'[[tool.gpulint.workloads]]\\nentrypoint = ...\\ncompute = ...' (one target per line, or a placeholder) would fix it"))
 def test_ambiguous_pin_is_pasteable_toml():
-    wl = workloads("wl-ambiguous")[0]
-    (amb,) = [u for u in wl["unknown"] if u.startswith("compute: ambiguous")]
-    snippet = amb.split("pin it in [tool.gpulint]:", 1)[1]
-    table = tomllib.loads("[tool.gpulint]\n" + snippet)["tool"]["gpulint"]["workloads"][0]
-    assert table["entrypoint"] == wl["entrypoint"] and table["compute"] in (AMB_BIG, AMB_SMALL)
+    for wl in workloads("wl-ambiguous"):
+        (amb,) = [u for u in wl["unknown"] if u.startswith("compute: ambiguous")]
+        head, snippet = amb.split(" Pin it in pyproject.toml:\n", 1)
+        assert head == (f"compute: ambiguous: 2 GPU compute targets ({AMB_BIG}, {AMB_SMALL}) and "
+                        "2 training workloads without one.")
+        # the snippet is a TOML table of its own; it names no target for the user (a placeholder, not a guess)
+        doc = tomllib.loads(snippet)
+        assert doc == {"tool": {"gpulint": {"workloads": [
+            {"entrypoint": wl["entrypoint"], "compute": "<one of the targets above>"}]}}}
 
 
 # -- malformed and partial infrastructure --------------------------------------------------------------------
@@ -569,12 +580,10 @@ def test_malformed_workloads_stay_unknown():
     assert res["checkpoint"] == {"saves": ["torch.save at train.py:19"], "resumes": []}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "resolve.resolve_compute: with an accelerator but no instance name and no catalogue match, why_no_price "
-    "falls through to '<id> names no instance type'; it should say that accelerator 'QPU9000:8' is not in the catalogue"))
 def test_malformed_unknown_accelerator_is_named():
     wl = only("wl-malformed")
-    assert any("QPU9000" in u for u in wl["unknown"])
+    assert "instance: accelerator 'QPU9000' x8 matches no catalogue instance" in wl["unknown"]
+    assert wl["compute"]["why_no_price"] == "accelerator 'QPU9000' x8 matches no catalogue instance"
 
 
 # -- every fixture: text format, scan JSON, schema ------------------------------------------------------------
