@@ -99,7 +99,21 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
         names = walk_files(root)
     else:
         always = SKIP_DIRS - {"env", ".env"}
-        names = [n for n in names if not any(part in always or part.endswith(".egg-info") for part in PurePosixPath(n).parts[:-1])]
+        venv_cache: dict[str, bool] = {}
+
+        def in_venv(rel: str) -> bool:
+            # a virtualenv under any name (py311-cuda/) that .gitignore does not cover
+            parts = PurePosixPath(rel).parts[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in venv_cache:
+                    venv_cache[d] = (root / d / "pyvenv.cfg").exists() or (parts[i - 1] in ("env", ".env") and _skip_dir(parts[i - 1], root / d))
+                if venv_cache[d]:
+                    return True
+            return False
+
+        names = [n for n in names if not any(part in always or part.endswith(".egg-info") for part in PurePosixPath(n).parts[:-1])
+                 and not in_venv(n)]
     spec = pathspec.PathSpec.from_lines("gitwildmatch", exclude) if exclude else None
     base = (exclude_base or root).resolve()
     out = []

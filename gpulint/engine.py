@@ -69,7 +69,8 @@ def analyze_file(rel: str, text: str, kind: str, registry: Registry, config: Con
     try:
         source = fk.parse(text, rel)
     except ParseError as exc:
-        res.findings.append(sys_finding("SYS001", "parse-error", Location(rel, exc.line, exc.column), f"{rel} could not be parsed: {exc.message}",
+        where = getattr(exc, "location", None) or Location(rel, exc.line, exc.column)
+        res.findings.append(sys_finding("SYS001", "parse-error", where, f"{rel} could not be parsed: {exc.message}",
                                         "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete.",
                                         symbol="parse"))
         res.suppressions = find_suppressions(text, fk.comment, python=False)
@@ -219,7 +220,7 @@ class Scanner:
             except Exception as exc:
                 findings.append(rule_error(rule, Location(".", 1, 1), "the repository", exc))
                 errors.append(format_traceback(exc))
-        findings = self._post(findings, results, rules, report_only)
+        findings = self._post(findings, results, rules, report_only, root)
         findings = bl.assign_fingerprints(findings)
         if req.baseline:
             known = bl.read_baseline(req.baseline)
@@ -271,7 +272,7 @@ class Scanner:
         return root, (report or None)
 
     def _project_root(self, start: Path) -> Path:
-        if self.config.root:
+        if self.config.path is not None and self.config.root:
             return self.config.root
         here = start if start.is_dir() else start.parent
         try:
@@ -302,26 +303,34 @@ class Scanner:
         except UnicodeDecodeError as exc:
             return None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
 
-    def _post(self, findings: list[Finding], results: dict[str, FileResult], rules: list[Rule], report_only: set[str] | None) -> list[Finding]:
+    def _post(self, findings: list[Finding], results: dict[str, FileResult], rules: list[Rule], report_only: set[str] | None,
+              root: Path) -> list[Finding]:
         cfg = self.config
         enabled = {r.code for r in rules}
-        out = []
         spec_cache: dict[str, pathspec.PathSpec] = {}
         sups: dict[str, list[Suppression]] = {}
         for path, r in results.items():
             sups[path] = [Suppression(l, c, w, codes, Location(path, l, c)) for (l, c, w, codes) in r.suppressions]
-        for f in findings:
-            if f.code not in enabled and f.code not in ("SYS001", "SYS002"):
-                continue
+
+        def keep(f: Finding) -> Finding | None:
+            if f.code not in enabled:
+                return None
             if f.code in cfg.severity:
                 f = f.with_(severity=cfg.severity[f.code])
-            if _per_file_ignored(f, cfg, spec_cache):
+            if _per_file_ignored(f, cfg, spec_cache, root):
+                return None
+            return f
+
+        out = []
+        for f in findings:
+            kept = keep(f)
+            if kept is None:
                 continue
-            s = is_suppressed(f.code, f.loc.line, sups.get(f.loc.path, []))
+            s = is_suppressed(kept.code, kept.loc.line, sups.get(kept.loc.path, []))
             if s is not None:
-                s.used.add(f.code)
+                s.used.add(kept.code)
                 continue
-            out.append(f)
+            out.append(kept)
         if "SYS004" in enabled:
             known = set(self.registry.rules)
             for path, entries in sups.items():
@@ -329,7 +338,7 @@ class Scanner:
                 if not r.parsed and not r.skipped:
                     continue
                 for s in entries:
-                    out += _unused(s, enabled, known)
+                    out += [k for k in map(keep, _unused(s, enabled, known)) if k is not None]
         if report_only is not None:
             out = [f for f in out if f.loc.path in report_only or any(f.loc.path.startswith(d) for d in report_only if d.endswith("/"))]
         return out
@@ -370,12 +379,20 @@ def _unused(s: Suppression, enabled: set[str], known: set[str]) -> list[Finding]
     return [F("SYS004", "unused-suppression", Severity.INFO, s.loc, m, guidance, symbol=f"suppression:{c}") for c, m in msgs]
 
 
-def _per_file_ignored(f: Finding, cfg: Config, cache: dict) -> bool:
+def _per_file_ignored(f: Finding, cfg: Config, cache: dict, root: Path) -> bool:
+    if not cfg.per_file_ignores:
+        return False
+    path = f.loc.path
+    if cfg.root is not None:  # globs are relative to the configuration's folder, like exclude
+        try:
+            path = (root / f.loc.path).resolve().relative_to(cfg.root.resolve()).as_posix()
+        except ValueError:
+            pass
     for glob, codes in cfg.per_file_ignores.items():
         spec = cache.get(glob)
         if spec is None:
             spec = cache[glob] = pathspec.PathSpec.from_lines("gitwildmatch", [glob])
-        if (spec.match_file(f.loc.path) or fnmatch.fnmatch(f.loc.path, glob)) and any(f.code.startswith(c) or c == "ALL" for c in codes):
+        if (spec.match_file(path) or fnmatch.fnmatch(path, glob)) and any(f.code.startswith(c) or c == "ALL" for c in codes):
             return True
     return False
 

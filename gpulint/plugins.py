@@ -65,7 +65,7 @@ class PluginHost:
                 except Exception as exc:  # a broken plugin must not stop the others
                     self.statuses.append(PluginStatus(ep.name, ep.value, dist, False, _one_line(exc)))
         for obj in self._extra:
-            name = getattr(obj, "__name__", type(obj).__name__)
+            name = obj if isinstance(obj, str) else getattr(obj, "__name__", type(obj).__name__)
             try:
                 if isinstance(obj, str):
                     obj = importlib.import_module(obj)

@@ -120,8 +120,6 @@ def test_parse_errors_are_reported_even_when_not_selected(tmp_path):
     assert codes(repo) == ["SYS001"]
 
 
-@pytest.mark.xfail(strict=True, reason="config.is_enabled turns SYS001 off when it is ignored explicitly (and `gpulint rules` "
-                   "shows it off), but engine.Scanner._post lets SYS001/SYS002 through whether enabled or not")
 @pytest.mark.parametrize("how", ["config", "cli"])
 def test_parse_errors_can_be_ignored_explicitly(tmp_path, how):
     repo = tmp_path / "b"
@@ -175,9 +173,6 @@ def test_per_file_ignores(repo):
     assert len(codes(repo)) == 5
 
 
-@pytest.mark.xfail(strict=True, reason="engine._per_file_ignored matches globs against f.loc.path (relative to the scan "
-                   "root), while exclude globs are relative to the config's directory (discover(exclude_base=cfg.root)); "
-                   "a per-file-ignores glob written from a parent config never matches when a subdirectory is scanned")
 def test_per_file_ignores_are_relative_to_the_config_directory(tmp_path):
     top = tmp_path / "mono"
     shutil.copytree(FIXTURES / "pytorch-fp32-loop", top / "vision")

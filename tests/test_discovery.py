@@ -54,9 +54,7 @@ def test_virtualenvs_node_modules_and_build_dirs_are_skipped(tmp_path, in_git):
     assert sys001_paths(scan(tmp_path)) == {"configs/cfg.yaml"}
 
 
-@pytest.mark.parametrize("in_git", [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=
-    "discover.discover: in a git work tree the file list is filtered by SKIP_DIRS names only; _skip_dir's "
-    "pyvenv.cfg check (a virtualenv under any name) is applied by walk_files alone, so an un-ignored myenv/ is scanned"))])
+@pytest.mark.parametrize("in_git", [False, True])
 def test_a_virtualenv_under_any_name_is_skipped(tmp_path, in_git):
     if in_git:
         git_init(tmp_path)

@@ -171,8 +171,6 @@ def test_syntax_error_points_at_the_offending_line_and_cell(tmp_path):
     assert err["line"] == file_line(nb, "def collate(batch:")
 
 
-@pytest.mark.xfail(strict=True, reason="engine.analyze_file builds the SYS001 Location from ParseError.line/column only; "
-                   "parse_notebook attaches the full Location (with cell/cell_line) as ParseError.location for it to use")
 def test_syntax_error_location_carries_the_cell(tmp_path):
     notebook(tmp_path / "broken.ipynb", code(SETUP), code("def collate(batch:\n    return batch"), code(LOOP))
     (err,) = scan(tmp_path)

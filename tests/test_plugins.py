@@ -183,9 +183,6 @@ def test_plugin_examples_hold(xyz_module):
         assert check_example(rule, ex, valid=False, host=host) == []
 
 
-@pytest.mark.xfail(strict=True, reason="plugins.PluginHost._load names a str entry of extra_modules by "
-                   "getattr(obj, '__name__', type(obj).__name__) before importing it, so a failed import is reported as "
-                   "plugin 'str' (module 'str') instead of the module name")
 def test_extra_module_by_name_that_fails_to_import_is_reported():
     host = PluginHost(extra_modules=["gpulint_no_such_plugin_module"])
     assert "AMP001" in host.registry.rules

@@ -134,8 +134,6 @@ def test_no_sys004_when_sys004_is_disabled(repo):
     assert not any(c == "SYS004" for c, _, _ in scan(repo, "--ignore", "SYS004")[1])
 
 
-@pytest.mark.xfail(strict=True, reason="engine.Scanner._post adds the SYS004 findings (_unused) after its per-file-ignores "
-                   "and severity-override loop, so per-file-ignores (and [severity]) never apply to SYS004")
 def test_sys004_itself_can_be_suppressed_per_file(repo):
     edit(repo / "imgcls" / "model.py", "    return model\n", "    return model  # gpulint: ignore[NET005]\n")
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"imgcls/*" = ["SYS004"]\n')
