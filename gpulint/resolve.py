@@ -215,6 +215,8 @@ def resolve_workload(wl: Workload, ctx: WorkloadContext) -> None:
         capacity = ov.get("capacity") or base.get("capacity")
         nodes = ov.get("nodes") or base.get("nodes") or launch_nodes
         base.update({"capacity": capacity, "nodes": nodes})
+        if ov.get("capacity"):
+            base["capacity_fact"] = "[tool.gpulint] workloads table"
         if ov.get("instance"):
             base["instance_fact"] = "[tool.gpulint] workloads table"
             wl.reasons.append(f"config: workloads table pins instance {ov['instance']}")

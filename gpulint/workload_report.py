@@ -23,10 +23,17 @@ def render_workloads(result: ScanResult) -> str:
         comp = wl.get("compute")
         if comp:
             head = comp.get("instance") or comp.get("id")
-            lines.append(f"  compute: {head}" + (f" [{comp.get('id')}]" if comp.get("instance") else ""))
-            for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "gpu_count", "capacity", "usd_per_hour", "as_of"):
+            lines.append(f"  compute: {head}" + (f" [{comp.get('id')}]" if comp.get("instance") and comp.get("id") else ""))
+            if comp.get("assumed"):
+                lines.append(f"    assumed: {comp['assumed']}")
+            for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "capacity", "efa_requested"):
                 if comp.get(key) is not None:
                     lines.append(f"    {key}: {comp[key]}")
+            if comp.get("usd_per_hour") is not None:
+                lines.append(f"    price: ${comp['usd_per_hour']:.2f}/h for all nodes (${comp.get('unit_usd_per_hour') or 0:.2f}/h each, "
+                             f"{comp.get('capacity') or 'on-demand'}, {comp.get('region')}; as of {comp.get('as_of')}; {comp.get('price_source')})")
+            elif comp.get("why_no_price"):
+                lines.append(f"    price: unknown, {comp['why_no_price']}")
             for f in comp.get("facts", []):
                 lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
         for key, val in sorted((wl.get("resolved") or {}).items()):
@@ -36,7 +43,9 @@ def render_workloads(result: ScanResult) -> str:
             for f in wl["facts"]:
                 lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
         for e in wl["env"]:
-            lines.append(f"  env: {e['value'].get('name')}={e['value'].get('value')}  ({e['where']})")
+            name, value = e["value"].get("name"), e["value"].get("value")
+            shown = value if value is not None else "(not a literal value)"
+            lines.append(f"  env: {name}={shown}  ({e['where']})")
         for r in wl["links"]:
             lines.append(f"  linked: {r}")
         for u in wl["unknown"]:

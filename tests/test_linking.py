@@ -198,10 +198,6 @@ def test_table_nodes_and_capacity_reprice_linked_compute(tmp_path):
     assert c["usd_per_hour"] == pytest.approx(round(unit_price("p4d.24xlarge", "spot") * 4, 4))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "resolve.resolve_workload: a table row that pins capacity updates compute['capacity'] but keeps the "
-    "capacity_fact of the linked target, so 'spot' from the table is cited at infra/main.tf:1, the aws_instance's "
-    "implicit on-demand default; it should cite the workloads table as instance_fact does for an instance pin"))
 def test_table_capacity_pin_cites_the_table(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\ncapacity = "spot"\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN, "infra/main.tf": P4D}, cfg)

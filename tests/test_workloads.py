@@ -370,10 +370,6 @@ def test_skypilot_spot():
     assert wl["unknown"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workload_report.render_workloads prints compute 'p4d.24xlarge' for a SkyPilot A100:8 request without "
-    "saying it is the cheapest catalogue match assumed by resolve.resolve_compute (compute['assumed'] is in the "
-    "JSON only); the text should print the 'assumed' note"))
 def test_skypilot_text_says_the_instance_is_assumed():
     assert "cheapest matching catalogue instance" in workloads_text("wl-skypilot-spot")
 
@@ -599,12 +595,16 @@ def test_text_shows_every_fact_with_file_line(name):
         for f in wl["facts"]:
             assert re.search(rf"    {re.escape(f['kind'])}: .*  \({re.escape(f['where'])}\)\n", text), (f["kind"], f["where"])
         for e in wl["env"]:
-            assert f"env: {e['value']['name']}={e['value']['value']}  ({e['where']})" in text
+            value = e["value"]["value"] if e["value"]["value"] is not None else "(not a literal value)"
+            assert f"env: {e['value']['name']}={value}  ({e['where']})" in text
         if wl["compute"]:
             for f in wl["compute"]["facts"]:
                 assert f"    {f['kind']}: " in text and f"({f['where']})" in text
-            if wl["compute"].get("usd_per_hour") is not None:
-                assert f"    usd_per_hour: {wl['compute']['usd_per_hour']}\n" in text
+            comp = wl["compute"]
+            if comp.get("usd_per_hour") is not None:
+                # the price line names the total, the unit price, capacity, region, date and source
+                assert (f"    price: ${comp['usd_per_hour']:.2f}/h for all nodes (${comp['unit_usd_per_hour']:.2f}/h each, "
+                        f"{comp.get('capacity') or 'on-demand'}, {comp['region']}; as of {comp['as_of']}; {comp['price_source']})\n") in text
         for r in wl["links"]:
             assert f"  linked: {r}\n" in text
         for u in wl["unknown"]:
