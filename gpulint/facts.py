@@ -24,8 +24,11 @@ dataparallel      {}
 ddp               {"via": "DistributedDataParallel"|"FSDP"|"accelerate"|...}
 checkpoint.save   {"via": "torch.save"|"save_pretrained"|"save_state"|"save_checkpoint"|"hf_trainer"|"lightning"|"dcp", "dir": str|None}
 checkpoint.resume {"via": "load_state_dict"|"resume_from_checkpoint"|"ckpt_path"|"load_state"|"load_checkpoint"|"dcp"}
-model.name        "meta-llama/Llama-2-70b-hf"
-model.params      int (parameters, from literal constructor dimensions)
+model.name        "meta-llama/Llama-2-70b-hf" (attrs: load_in_4bit, load_in_8bit, quantization_config)
+model.config      {hidden_size, num_hidden_layers, ...} from a config.json or a literal transformers *Config(...) call
+quantized_load    {"bits": 4|8|None} (BitsAndBytesConfig)
+cpu_only          {"via": ...} (e.g. Lightning accelerator="cpu")
+config_ref        {"kind": "deepspeed", "path": "ds.json"} (a config file named by code or another config)
 optimizer         {"name": "adamw"|"adam"|"sgd"|"adam8bit"|..., "qualname": str}
 sharding          {"via": "fsdp"|"deepspeed", "stage": 0-3|None, "offload": bool|None}
 grad_checkpointing {"enabled": bool|None, "via": str}
@@ -36,8 +39,12 @@ argfile           "configs/args.json" (a JSON/YAML argument file the script read
 Launcher and configuration facts (shell, Slurm, Dockerfile, YAML, JSON, Makefile)
 --------------------------------------------------------------------------------
 launch            {"tool": "python"|"torchrun"|"accelerate"|"deepspeed"|"srun"|"mpirun"|"sagemaker"|"skypilot"|"k8s",
-                   "script": "train.py"|None, "args": [str], "nnodes": int|None, "nproc_per_node": int|None,
-                   "mixed_precision": str|None, "config_file": str|None, "deepspeed_config": str|None}
+                   "script": "train.py"|None, "module": "pkg.train"|None, "args": [str],
+                   "nnodes": int|"min:max"|None, "nproc_per_node": int|None, "mixed_precision": str|None,
+                   "config_file": str|None, "deepspeed_config": str|None, "num_machines", "num_processes",
+                   "wrapper": {"tool": "srun"|"mpirun"|"mpiexec", "nodes", "ntasks", "ntasks_per_node", "gpus_per_node"}|None}
+                  plus per tool: accelerate multi_gpu/use_deepspeed/use_fsdp; deepspeed hostfile;
+                  skypilot managed/use_spot/accelerators/instance_type
 env               {"name": "NCCL_P2P_DISABLE", "value": "1"}
 config.accelerate {"mixed_precision": str|None, "num_machines": int|None, "num_processes": int|None,
                    "distributed_type": str|None, "deepspeed_config_file": str|None, "zero_stage": int|None, ...}
@@ -57,6 +64,18 @@ compute.min_nodes     int|None
 compute.gpus_per_node int|None
 compute.efa           int (EFA interfaces or vpc.amazonaws.com/efa resources requested; 0 = explicitly none)
 compute.checkpoint    {"s3_uri": str|None, "local_path": str|None, "max_wait": int|None, "max_run": int|None}
+storage.mount         {"path": "/checkpoint", "bucket": str|None, "mode": "MOUNT"|"COPY"} (SkyPilot file_mounts)
+
+compute.target sources: terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex. Terraform values
+may be {"ref": "var.x"} (optionally with "map": {raw value: normalised value}), resolved by gpulint.resolve
+from the module folder's variables and locals.
+
+Infrastructure facts without a target (Terraform)
+------------------------------------------------
+tf.variable           {"name": "itype", "default": literal}
+tf.local              {"name": "x", "value": literal}
+infra.budget          {"resource": "aws_budgets_budget.gpu"} (budgets and spend alarms)
+infra.placement_group {"resource": ...}
 """
 from __future__ import annotations
 
