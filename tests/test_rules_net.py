@@ -134,9 +134,6 @@ def test_unknown_instance_gives_no_net_finding():
     assert codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}) == []
 
 
-@pytest.mark.xfail(strict=True, reason="workloads.link pairs the workload with the launch template (the only target with an "
-                   "instance type), not with the autoscaling group that launches it, so desired_capacity = 4 is lost and "
-                   "nodes stay unknown")
 def test_terraform_asg_of_p4d_without_efa_interfaces_fires():
     tf = """\
 resource "aws_launch_template" "gpu" {
@@ -246,9 +243,6 @@ def test_unknown_model_size_is_silent():
     assert codes(files, select="NET004") == []
 
 
-@pytest.mark.xfail(strict=True, reason="readers/skypilot.py launches_from_script splits each run line on '|' and on "
-                   "';'/'&&' as plain text, so the documented `--master_addr $(echo \"$SKYPILOT_NODE_IPS\" | head -n1)` "
-                   "cuts the torchrun command before train.py: the launch has no script and the task is never linked")
 def test_skypilot_master_addr_command_substitution_links_the_script():
     task = """\
 resources:

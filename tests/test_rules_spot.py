@@ -172,9 +172,6 @@ def test_resume_evidence_silences_spot002(resume):
     assert codes({"train.py": code, sky[0]: sky[1]}, "SPOT002") == []
 
 
-@pytest.mark.xfail(strict=True, reason="python_facts._checkpoints counts load_state_dict(<any call>) as a resume: "
-                   "ema.load_state_dict(model.state_dict()) copies live weights, yet `isinstance(arg, cst.Call)` accepts it; "
-                   "only torch.load(...)/safetensors load_file(...) calls (or names/subscripts bound to them) are resumes")
 def test_copying_weights_between_live_modules_is_not_a_resume():
     code = NO_SAVE + "        torch.save(model.state_dict(), '/ckpt/last.pt')\nema.load_state_dict(model.state_dict())\n"
     sky = SOURCES["skypilot"]

@@ -129,6 +129,36 @@ def _commands():
     return commands
 
 
+def _mask_substitutions(text: str) -> str:
+    """``$(...)`` and backtick substitutions become one opaque ``$GPULINT_SUBST``
+    word: their value is decided at run time, and shlex would split them."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("$(", i) or text[i] == "`":
+            closing = ")" if text[i] == "$" else "`"
+            j = i + (2 if closing == ")" else 1)
+            depth, quote = 1, None
+            while j < n and depth:
+                ch = text[j]
+                if quote:
+                    if ch == quote:
+                        quote = None
+                elif ch in "\"'":
+                    quote = ch
+                elif closing == ")" and text.startswith("$(", j):
+                    depth += 1
+                    j += 1
+                elif ch == closing:
+                    depth -= 1
+                j += 1
+            out.append("$GPULINT_SUBST")
+            i = j
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
 def _split_commands(line: str) -> list[str]:
     """The commands of a shell line: split on ``&&``, ``||``, ``;`` and ``&``
     outside quotes and ``$(...)``/backticks; of a pipeline ``a | b`` only ``a``
@@ -180,7 +210,7 @@ def launches_from_script(script: str, subst: dict[str, str] | None = None) -> li
         for name, value in (subst or {}).items():
             text = re.sub(r"\$\{" + name + r"\}|\$" + name + r"\b", value, text)
         for part in _split_commands(text):
-            part = _KEYWORD_RX.sub("", part).strip()
+            part = _KEYWORD_RX.sub("", _mask_substitutions(part)).strip()
             if not part:
                 continue
             env, argv = cmds.split_command_line(part)
