@@ -20,7 +20,7 @@ from gpulint import baseline as bl
 from gpulint.config import Config, is_enabled
 from gpulint.context import FileContext, WorkloadContext
 from gpulint.discover import Candidate, Classifier, discover
-from gpulint.model import Fact, Finding, Location, Related, Severity
+from gpulint.model import Fact, Finding, Location, Severity
 from gpulint.plugins import PluginHost, Registry, format_traceback
 from gpulint.result import ScanResult
 from gpulint.rule import Rule

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
 from gpulint.model import NO_COST, CostImpact, Finding, Location, Related, Severity

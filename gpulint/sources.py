@@ -76,12 +76,10 @@ class Source:
                     end_col = (len(code) - code.rfind("\n") if "\n" in code else col + len(code))
                     return self.loc(line, col, end_line, end_col)
         if self._positions is None:
-            import libcst as cst
             from libcst.metadata import MetadataWrapper, PositionProvider
 
             wrapper = MetadataWrapper(self.tree, unsafe_skip_copy=True)
             self._positions = wrapper.resolve(PositionProvider)
-            del cst
         pos = self._positions.get(node)
         if pos is None:
             return self.loc(1, 1)

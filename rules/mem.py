@@ -10,10 +10,10 @@ that cannot be decided either way keeps the rules silent.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from gpulint.cost import avoidable, price_basis
+from gpulint.cost import avoidable
 from gpulint.hookspecs import hookimpl
 from gpulint.memory import GiB, Estimate, TrainingSetup, estimate_inference, estimate_training
 from gpulint.model import CostImpact, Fact, Location, Related, Severity

@@ -7,7 +7,7 @@ from typing import Iterable
 
 from gpulint.cost import price_basis, unpriced
 from gpulint.hookspecs import hookimpl
-from gpulint.model import CostImpact, Fact, Location, Related, Severity
+from gpulint.model import CostImpact, Fact, Location, Severity
 from gpulint.resolve import resolve_compute
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Compute, Workload, compute_targets
