@@ -22,6 +22,7 @@ from gpulint.context import FileContext, WorkloadContext
 from gpulint.discover import Candidate, Classifier, discover
 from gpulint.model import Fact, Finding, Location, Severity
 from gpulint.plugins import PluginHost, Registry, format_traceback
+from gpulint.readers.errors import ReadError
 from gpulint.result import ScanResult
 from gpulint.rule import Rule
 from gpulint.sources import ParseError, Source
@@ -69,37 +70,28 @@ def analyze_file(rel: str, text: str, kind: str, registry: Registry, config: Con
     try:
         source = fk.parse(text, rel)
     except ParseError as exc:
-        where = getattr(exc, "location", None) or Location(rel, exc.line, exc.column)
-        res.findings.append(sys_finding("SYS001", "parse-error", where, f"{rel} could not be parsed: {exc.message}",
-                                        "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete.",
-                                        symbol="parse"))
+        res.findings.append(_parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column), exc.message))
         res.suppressions = find_suppressions(text, fk.comment, python=False)
         return res
     res.parsed = True
     res.source = source
-    res.suppressions = find_suppressions(source.text if kind != "notebook" else text, fk.comment, python=kind == "python")
     if kind == "notebook":
         res.suppressions = _notebook_suppressions(source)
+    else:
+        res.suppressions = find_suppressions(source.text, fk.comment, python=kind == "python")
     for ex in extractors:
         if not ex.wants(source):
             continue
         try:
             res.facts += ex.extract(source)
-        except ParseError as exc:
-            res.findings.append(sys_finding("SYS001", "parse-error", source.loc(exc.line, exc.column), f"{rel} could not be parsed: {exc.message}",
-                                            "Fix the syntax error; until then gpulint cannot check this file.", symbol="parse"))
+        except (ParseError, ReadError) as exc:  # readers parse their own text (Terraform, shell ...)
+            res.findings.append(_parse_error(rel, source.loc(exc.line or 1, exc.column or 1), exc.message))
         except Exception as exc:
-            if type(exc).__name__ == "ReadError":
-                line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
-                msg = getattr(exc, "message", None) or str(exc)
-                res.findings.append(sys_finding("SYS001", "parse-error", source.loc(line, col), f"{rel} could not be parsed: {msg}",
-                                                "Fix the syntax error; until then gpulint cannot check this file.", symbol="parse"))
-            else:
-                res.findings.append(sys_finding("SYS002", "rule-error", source.loc(1, 1),
-                                                f"fact extractor '{ex.name}' failed on {rel}: {type(exc).__name__}: {exc}"[:300],
-                                                "This is a bug in gpulint or a plugin; run with --verbose for the traceback and report it.",
-                                                symbol=f"extractor:{ex.name}"))
-                res.errors.append(format_traceback(exc))
+            res.findings.append(sys_finding("SYS002", "rule-error", source.loc(1, 1),
+                                            f"fact extractor '{ex.name}' failed on {rel}: {type(exc).__name__}: {exc}"[:300],
+                                            "This is a bug in gpulint or a plugin; run with --verbose for the traceback and report it.",
+                                            symbol=f"extractor:{ex.name}"))
+            res.errors.append(format_traceback(exc))
     ctx = FileContext(config, source)
     for rule in file_rules:
         if rule.requires_text and not any(n in text for n in rule.requires_text):
@@ -110,6 +102,12 @@ def analyze_file(rel: str, text: str, kind: str, registry: Registry, config: Con
             res.findings.append(rule_error(rule, source.loc(1, 1), rel, exc))
             res.errors.append(format_traceback(exc))
     return res
+
+
+def _parse_error(rel: str, where: Location, message: str) -> Finding:
+    return sys_finding("SYS001", "parse-error", where, f"{rel} could not be parsed: {message}",
+                       "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete.",
+                       symbol="parse")
 
 
 def _notebook_suppressions(source: Source):
