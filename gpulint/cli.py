@@ -14,15 +14,11 @@ from pathlib import Path
 
 from gpulint import __version__
 from gpulint.baseline import BaselineError
-from gpulint.config import Config, ConfigError, load_config, validate
+from gpulint.config import Config, ConfigError, UsageError, read_config
 from gpulint.model import Severity
 from gpulint.plugins import PluginHost
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-class UsageError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -118,38 +114,6 @@ def main(argv: list[str] | None = None, host: PluginHost | None = None) -> int:
 
 def _config(args, start: Path, host: PluginHost) -> Config:
     return read_config(start, host, getattr(args, "config", None), getattr(args, "select", None), getattr(args, "ignore", None))
-
-
-def read_config(start: Path, host: PluginHost, config: Path | None = None, select: list[str] | None = None,
-                ignore: list[str] | None = None) -> Config:
-    """The configuration as every command (and the language server) reads it:
-    found upward from `start` unless `config` names a file, validated against
-    the schema and the loaded rules. Raises ConfigError / UsageError."""
-    cfg = load_config(config, start)
-    rules = host.registry.rules
-    if cfg.raw:
-        where = str(cfg.path) + (" [tool.gpulint]" if cfg.path and cfg.path.name == "pyproject.toml" else "")
-        validate(cfg.raw, where, host.registry.rule_options)
-        for code in cfg.rule_options:
-            if code not in rules:
-                raise ConfigError(f"{where}: key 'rules.{code}': no such rule (see `gpulint rules`)")
-        for code in cfg.severity:
-            if code not in rules:
-                raise ConfigError(f"{where}: key 'severity.{code}': no such rule (see `gpulint rules`)")
-    where = str(cfg.path) + (" [tool.gpulint]" if cfg.path and cfg.path.name == "pyproject.toml" else "")
-    for key in ("select", "extend-select", "ignore"):
-        for code in cfg.raw.get(key, []) if cfg.raw else []:
-            if code != "ALL" and not any(r.startswith(code) for r in rules):
-                raise ConfigError(f"{where}: key '{key}': unknown rule code or prefix '{code}' (see `gpulint rules`)")
-    for glob, codes in (cfg.per_file_ignores or {}).items():
-        for code in codes:
-            if code != "ALL" and not any(r.startswith(code) for r in rules):
-                raise ConfigError(f"{where}: key 'per-file-ignores.{glob}': unknown rule code or prefix '{code}'")
-    for opt, codes in (("select", select), ("ignore", ignore)):
-        for code in codes or []:
-            if code != "ALL" and not any(r.startswith(code) for r in rules):
-                raise UsageError(f"--{opt}: unknown rule code or prefix '{code}' (see `gpulint rules`)")
-    return cfg
 
 
 def cmd_scan(args, host: PluginHost) -> int:

@@ -12,16 +12,24 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from gpulint.model import Severity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.plugins import PluginHost
 
 CONFIG_FILES = (".gpulint.toml", ".gpulint.yaml", ".gpulint.yml", "pyproject.toml")
 
 
 class ConfigError(Exception):
     """A configuration the scan cannot run with (exit code 2)."""
+
+
+class UsageError(Exception):
+    """A command line the scan cannot run with (exit code 2)."""
 
 
 def _toml():
@@ -200,3 +208,35 @@ def is_enabled(code: str, default_enabled: bool, cfg: Config, cli_select: list[s
         return False
     i = matches(code, ignore)
     return i == 0 or s > i  # the more specific pattern wins; a tie goes to ignore
+
+
+def read_config(start: Path, host: "PluginHost", config: Path | None = None, select: list[str] | None = None,
+                ignore: list[str] | None = None) -> Config:
+    """The configuration as every command (and the language server) reads it:
+    found upward from `start` unless `config` names a file, validated against
+    the schema and the loaded rules. Raises ConfigError / UsageError."""
+    cfg = load_config(config, start)
+    rules = host.registry.rules
+    if cfg.raw:
+        where = str(cfg.path) + (" [tool.gpulint]" if cfg.path and cfg.path.name == "pyproject.toml" else "")
+        validate(cfg.raw, where, host.registry.rule_options)
+        for code in cfg.rule_options:
+            if code not in rules:
+                raise ConfigError(f"{where}: key 'rules.{code}': no such rule (see `gpulint rules`)")
+        for code in cfg.severity:
+            if code not in rules:
+                raise ConfigError(f"{where}: key 'severity.{code}': no such rule (see `gpulint rules`)")
+    where = str(cfg.path) + (" [tool.gpulint]" if cfg.path and cfg.path.name == "pyproject.toml" else "")
+    for key in ("select", "extend-select", "ignore"):
+        for code in cfg.raw.get(key, []) if cfg.raw else []:
+            if code != "ALL" and not any(r.startswith(code) for r in rules):
+                raise ConfigError(f"{where}: key '{key}': unknown rule code or prefix '{code}' (see `gpulint rules`)")
+    for glob, codes in (cfg.per_file_ignores or {}).items():
+        for code in codes:
+            if code != "ALL" and not any(r.startswith(code) for r in rules):
+                raise ConfigError(f"{where}: key 'per-file-ignores.{glob}': unknown rule code or prefix '{code}'")
+    for opt, codes in (("select", select), ("ignore", ignore)):
+        for code in codes or []:
+            if code != "ALL" and not any(r.startswith(code) for r in rules):
+                raise UsageError(f"--{opt}: unknown rule code or prefix '{code}' (see `gpulint rules`)")
+    return cfg

@@ -141,6 +141,9 @@ class Scanner:
     def __init__(self, host: PluginHost, config: Config):
         self.host = host
         self.config = config
+        #: per-file results and the root of the last scan (the language server maps findings back to buffers)
+        self.last_results: dict[str, FileResult] = {}
+        self.last_root: Path | None = None
 
     @property
     def registry(self) -> Registry:

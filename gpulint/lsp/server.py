@@ -69,7 +69,7 @@ def _under(path: Path, root: Path) -> bool:
 
 def _cli_config(start: Path, host: PluginHost):
     """The configuration exactly as `gpulint scan` reads it (lookup, schema, rule codes)."""
-    from gpulint.cli import read_config
+    from gpulint.config import read_config
 
     return read_config(start, host)
 
@@ -89,7 +89,7 @@ class Analyzer:
 
     def _scan_one(self, target: Path, start: Path, snap: Snapshot, out: Outcome) -> None:
         from gpulint.baseline import BaselineError
-        from gpulint.cli import UsageError
+        from gpulint.config import UsageError
         from gpulint.config import ConfigError
         from gpulint.engine import ScanError, ScanRequest, Scanner
 
@@ -115,8 +115,8 @@ class Analyzer:
             out.failed.append(target)
             out.problems.append(f"gpulint: internal error while scanning {target}: {type(exc).__name__}: {exc}")
             return
-        root = Path(getattr(scanner, "last_root", None) or result.root).resolve()
-        results = getattr(scanner, "last_results", {}) or {}
+        root = Path(scanner.last_root or result.root).resolve()
+        results = scanner.last_results
         kinds = {rel: r.kind for rel, r in results.items()}
         texts: dict[str, list[str] | None] = {}
 
