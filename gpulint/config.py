@@ -49,6 +49,9 @@ class Config:
     ignore: list[str] = field(default_factory=list)
     fail_on: Severity = Severity.WARNING
     exclude: list[str] = field(default_factory=list)
+    #: test and vendored code are context, never workloads or reported (gpulint.scope), unless included
+    include_tests: bool = False
+    include_vendored: bool = False
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     severity: dict[str, Severity] = field(default_factory=dict)
     rule_options: dict[str, dict] = field(default_factory=dict)
@@ -171,6 +174,8 @@ def from_dict(data: dict, path: Path | None) -> Config:
         ignore=list(data.get("ignore", [])),
         fail_on=Severity(data.get("fail-on", "warning")),
         exclude=list(data.get("exclude", [])) + list(data.get("extend-exclude", [])),
+        include_tests=bool(data.get("include-tests", False)),
+        include_vendored=bool(data.get("include-vendored", False)),
         per_file_ignores={k: list(v) for k, v in (data.get("per-file-ignores") or {}).items()},
         severity={k: Severity(v) for k, v in (data.get("severity") or {}).items()},
         rule_options=dict(data.get("rules") or {}),

@@ -4,23 +4,32 @@ assumption in one sentence. Never a figure without a known price."""
 from __future__ import annotations
 
 from gpulint.model import CostImpact
+from gpulint.resolution import ResolvedCompute
 from gpulint.workloads import Workload
 
 
-def price_basis(wl: Workload) -> str:
-    c = wl.resolved.get("compute") or {}
-    nodes = c.get("nodes") or 1
-    count = f"{nodes} x " if nodes > 1 else ""
-    return (f"{count}{c.get('instance')} at ${c.get('unit_usd_per_hour'):.2f}/h {c.get('capacity') or 'on-demand'} "
-            f"({c.get('region')}, price as of {c.get('as_of')}; {c.get('price_source')})")
+def compute_of(wl: Workload) -> ResolvedCompute | None:
+    return wl.resolution.compute if wl.resolution is not None else None
+
+
+def price_basis(target: Workload | ResolvedCompute) -> str:
+    """"2 x p4d.24xlarge at $21.96/h spot (us-east-1, price as of ...; source)" for a priced compute."""
+    c = compute_of(target) if isinstance(target, Workload) else target
+    if c is None or c.price is None or not c.price.unit_usd_per_hour:
+        return "no price is known"
+    p = c.price
+    count = f"{p.nodes} x " if p.nodes > 1 else ""
+    return (f"{count}{c.instance_name} at ${p.unit_usd_per_hour:.2f}/h {p.capacity} "
+            f"({p.region}, price as of {p.as_of}; {p.source})")
 
 
 def avoidable(wl: Workload, fraction: float, assumption: str, confidence: str = "medium") -> CostImpact:
     """``fraction`` of the workload's hourly spend is avoidable under ``assumption``."""
-    c = wl.resolved.get("compute") or {}
-    price = c.get("usd_per_hour")
+    c = compute_of(wl)
+    price = c.usd_per_hour if c is not None else None
     if not price:
-        why = c.get("why_no_price") or "no instance is known for this workload (no infrastructure, launcher or config names one)"
+        why = (c.why_no_price if c is not None else None) or \
+            "no instance is known for this workload (no infrastructure, launcher or config names one)"
         return CostImpact(None, f"No price attached: {why}. {assumption}", "low")
     return CostImpact(round(price * fraction, 2), f"{price_basis(wl)}; {assumption}; so about {fraction:.0%} of each hour is avoidable.", confidence)
 

@@ -27,6 +27,8 @@ from gpulint.result import ScanResult
 from gpulint.rule import Rule
 from gpulint.sources import ParseError, Source
 from gpulint.suppressions import Suppression, find_suppressions, is_suppressed
+from gpulint.resolve import resolve_scan
+from gpulint.scope import Scope
 from gpulint.workloads import CODE_KINDS, Repo, Workload, link
 
 
@@ -199,14 +201,19 @@ class Scanner:
                     if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
                         launched.add(posixpath.basename(f.value["script"]))
         repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands})
-        workloads = link(repo, self.config.workloads)
-        wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue))
-        _resolve_workloads(workloads, wctx)
+        scope = Scope.of(self.config)
+        linked = link(repo, self.config.workloads, scope)
+        workloads = linked.workloads
+        wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue), workloads=workloads,
+                               ambiguities=linked.ambiguities)
+        wctx.computes = resolve_scan(workloads, linked.computes, repo, wctx.catalogue, self.config)
         findings: list[Finding] = [f for r in results.values() for f in r.findings]
         for rule in rules:
             if type(rule).check_workload is Rule.check_workload:
                 continue
             for wl in workloads:
+                if wl.role not in rule.roles:
+                    continue
                 try:
                     for f in rule.check_workload(wl, wctx) or ():
                         findings.append(f if f.workload else f.with_(workload=wl.name))
@@ -221,7 +228,8 @@ class Scanner:
             except Exception as exc:
                 findings.append(rule_error(rule, Location(".", 1, 1), "the repository", exc))
                 errors.append(format_traceback(exc))
-        findings = self._post(findings, results, rules, report_only, root)
+        findings = [f for f in findings if not scope.outside(f.loc.path)]
+        findings = self._post(merge_repeats(findings), results, rules, report_only, root)
         findings = bl.assign_fingerprints(findings)
         if req.baseline:
             known = bl.read_baseline(req.baseline)
@@ -230,6 +238,7 @@ class Scanner:
             root=str(req.paths[0]) if len(req.paths) == 1 and Path(req.paths[0]).is_dir() else str(root),
             findings=sorted(findings, key=lambda f: f.sort_key()),
             workloads=[workload_json(w) for w in workloads],
+            computes=[c.to_json() for _, c in sorted(wctx.computes.items())],
             files_scanned=len(results),
             rules=[self.registry.rules[c] for c in sorted(self.registry.rules)],
             enabled={r.code for r in rules},
@@ -411,30 +420,49 @@ def _common(paths: Iterable[Path]) -> str:
     return os.path.commonpath([str(p if p.is_dir() else p.parent) for p in paths])
 
 
-def _resolve_workloads(workloads: list[Workload], ctx: WorkloadContext) -> None:
-    try:
-        from gpulint.resolve import resolve_workload
-    except ImportError:
-        return
-    for wl in workloads:
-        resolve_workload(wl, ctx)
+def merge_repeats(findings: list[Finding]) -> list[Finding]:
+    """One finding per code, file and line: a helper imported by three workloads is one finding that
+    names the three (the costliest message is kept; every affected workload is listed). Findings of
+    one workload at one line stay apart (two settings missing on one estimator are two problems):
+    the i-th finding of each workload there is merged with the i-th of the others."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.code, f.loc.path, f.loc.line, f.loc.cell), []).append(f)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        per_workload: dict[str | None, list[Finding]] = {}
+        for f in group:
+            per_workload.setdefault(f.workload, []).append(f)
+        lanes = [sorted(fs, key=lambda f: (f.symbol, f.message)) for fs in per_workload.values()]
+        for i in range(max(len(l) for l in lanes)):
+            same = [l[i] for l in lanes if i < len(l)]
+            best = max(same, key=lambda f: (f.cost_impact.usd_per_hour or 0.0, -same.index(f)))
+            names = tuple(sorted({n for f in same for n in f.affected}))
+            out.append(best.with_(workloads=names) if len(names) > 1 else best)
+    return out
 
 
 def workload_json(wl: Workload) -> dict:
+    res = wl.resolution
     compute = None
-    if wl.compute is not None:
-        compute = {"id": wl.compute.id, "facts": [f.to_json() for f in wl.compute.all_facts]}
-    compute = {**(compute or {}), **wl.resolved.get("compute", {})} if (compute or wl.resolved.get("compute")) else None
+    rc = res.compute if res is not None else None
+    if rc is not None:
+        compute = {**rc.to_json(), "facts": [f.to_json() for f in rc.facts]}
     return {
         "name": wl.name,
         "entrypoint": wl.entrypoint,
+        "role": wl.role,
         "code_files": wl.code_files,
         "launchers": [f.to_json() for f in wl.launchers],
         "configs": wl.configs,
         "compute": compute,
+        "job_computes": [c.to_json() for c in (res.job_computes[1:] if res is not None else ())],
         "facts": [f.to_json() for f in wl.facts if f.kind != "import"],
         "env": [f.to_json() for f in wl.env],
-        "resolved": {k: v for k, v in wl.resolved.items() if k != "compute"},
+        "resolved": res.to_json() if res is not None else {},
         "links": wl.reasons,
         "unknown": wl.unknown,
     }

@@ -120,6 +120,12 @@ class Finding:
     workload: str | None = None
     symbol: str = ""  # what was judged; feeds the fingerprint instead of the line
     fingerprint: str = ""
+    #: every workload the finding affects (one finding per code, file and line, however many import the code)
+    workloads: tuple[str, ...] = ()
+
+    @property
+    def affected(self) -> tuple[str, ...]:
+        return self.workloads or ((self.workload,) if self.workload else ())
 
     def sort_key(self):
         return (self.loc.path, self.loc.line, self.loc.column, self.code, self.message)
@@ -142,6 +148,7 @@ class Finding:
             "cost_impact": self.cost_impact.to_json(),
             "related": [r.to_json() for r in self.related],
             "workload": self.workload,
+            "workloads": list(self.affected),
             "fingerprint": self.fingerprint,
         }
         if self.loc.cell is not None:

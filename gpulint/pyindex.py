@@ -87,6 +87,9 @@ class PyIndex:
     dataclass_fields: dict[str, dict[str, cst.BaseExpression]] = field(default_factory=dict)
     var_types: dict[str, str] = field(default_factory=dict)  # ``trainer`` -> ``transformers.Trainer``
     functions: set[str] = field(default_factory=set)
+    #: module-level functions and every class by name (first definition), with their base classes' qualified names
+    top_functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    classes: dict[str, tuple[cst.ClassDef, tuple[str, ...]]] = field(default_factory=dict)
     main_guard: bool = False
 
     # -- questions ------------------------------------------------------------------
@@ -186,6 +189,8 @@ class _Indexer(cst.CSTVisitor):
 
     # -- scopes ------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not self.scope and not self.class_stack:
+            self.ix.top_functions.setdefault(node.name.value, node)
         self.scope.append(node.name.value)
         self.ix.functions.add(node.name.value)
         for dec in node.decorators:
@@ -202,6 +207,8 @@ class _Indexer(cst.CSTVisitor):
             text = dotted(d)
             if text and (self.resolve(text) in _DATACLASS_DECORATORS or text in _DATACLASS_DECORATORS):
                 is_dc = True
+        bases = tuple(self.resolve(t) or t for t in (dotted(b.value) for b in node.bases) if t)
+        self.ix.classes.setdefault(node.name.value, (node, bases))
         self.class_stack.append((node.name.value, is_dc))
         if is_dc:
             self.ix.dataclass_fields.setdefault(node.name.value, {})

@@ -1,304 +1,341 @@
-"""Turning a workload's linked facts into decided values: the instance (from
-the catalogue), node and GPU counts, capacity, price, model size, precision and
-checkpoint evidence. Each value keeps the evidence it came from; what cannot
-be decided is listed under the workload's ``unknown``.
+"""Resolution: linked facts -> decided, typed values (``gpulint.resolution``), once per scan.
+
+``resolve_scan`` resolves every compute target the linker found (instance from
+the catalogue, device kind, nodes, capacity, EFA, price), then every workload
+(its role, its compute as it runs it, the model, the precision, the checkpoint
+evidence). Rules read the results from ``WorkloadContext.computes`` and
+``Workload.resolution`` and never resolve anything themselves. What cannot be
+decided is ``None`` with the reason, and listed under the workload's
+``unknown``.
 """
 from __future__ import annotations
 
 import posixpath
 from typing import Any
 
-from gpulint.context import WorkloadContext
-from gpulint.model import Fact
+from gpulint import modelsize
+from gpulint.catalogue import Catalogue, Instance
+from gpulint.families import CPU, GPU, UNKNOWN, device_of
+from gpulint.model import Fact, Location
+from gpulint.precision import precision_view
+from gpulint.resolution import (
+    BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
+    WorkloadResolution,
+)
+from gpulint.tfvalues import TerraformValues, is_ref
 from gpulint.workloads import Compute, Repo, Workload
 
-
-# -- Terraform references ---------------------------------------------------------------
-def tf_value(fact: Fact | None, compute: Compute, repo: Repo) -> Any:
-    """A compute fact's value with ``{"ref": "var.x"}`` resolved from the
-    variables and locals of the same Terraform module (its folder)."""
-    if fact is None:
-        return None
-    v = fact.value
-    if not (isinstance(v, dict) and "ref" in v):
-        return v
-    ref = v["ref"]
-    kind, _, name = ref.partition(".")
-    folder = posixpath.dirname(compute.path)
-    raw = None
-    for path in sorted(repo.facts):
-        if posixpath.dirname(path) != folder:
-            continue
-        for f in repo.facts[path]:
-            if kind == "var" and f.kind == "tf.variable" and f.value.get("name") == name:
-                raw = f.value.get("default")
-            elif kind == "local" and f.kind == "tf.local" and f.value.get("name") == name:
-                raw = f.value.get("value")
-    # terraform.tfvars / *.auto.tfvars would override defaults; gpulint does not read them, so a
-    # variable without a literal default stays unknown
-    if raw is None:
-        return None
-    mapping = v.get("map")
-    if isinstance(mapping, dict):
-        key = raw.lower() if isinstance(raw, str) else str(raw).lower()
-        return mapping.get(key, None)
-    return raw
+#: Kubernetes objects that are capacity (nodes), not pods: they need no GPU request to be GPU compute
+_CAPACITY_OBJECTS = ("NodePool/", "Provisioner/", "NodeClaim/", "EC2NodeClass/")
+TABLE = "[tool.gpulint] workloads table"
 
 
-def _facts(compute: Compute, kind: str) -> list[Fact]:
-    return [f for f in compute.facts if f.kind == kind]
+class Resolver:
+    """Resolves compute targets (each once, cached by id) and workloads."""
 
+    def __init__(self, repo: Repo, catalogue: Catalogue, config: Any):
+        self.repo = repo
+        self.catalogue = catalogue
+        self.config = config
+        self.tf = TerraformValues(repo.facts)
+        self.computes: dict[str, ResolvedCompute] = {}
 
-def _joined(compute: Compute, ctx: WorkloadContext) -> list[Compute]:
-    """The compute itself plus a launch template it starts (ASG -> template)."""
-    return [compute] + list(compute.joined)
+    # -- compute targets ---------------------------------------------------------------------
+    def compute(self, compute: Compute) -> ResolvedCompute:
+        hit = self.computes.get(compute.id)
+        if hit is None:
+            hit = self.computes[compute.id] = self._compute(compute)
+        return hit
 
-
-def resolve_compute(compute: Compute, ctx: WorkloadContext, nodes_hint: Any = None) -> dict:
-    """Decided facts about one compute target; ``why_no_price`` says what is missing."""
-    repo = ctx.repo
-    cat = ctx.catalogue
-    parts = _joined(compute, ctx)
-    target = compute.first("compute.target")
-    provider = (target.value or {}).get("provider") if target else None
-    out: dict[str, Any] = {"id": compute.id, "source": (target.value or {}).get("source") if target else None, "provider": provider}
-    names: list[tuple[str, Fact]] = []
-    unresolved: list[str] = []
-    for part in parts:
-        for f in _facts(part, "compute.instance_type"):
-            v = tf_value(f, part, repo)
-            if isinstance(v, str) and v:
-                names.append((v, f))
-            elif isinstance(f.value, dict) and "ref" in f.value:
-                unresolved.append(f"{f.value['ref']} ({f.loc.short()}) has no literal default in its module")
-    accel = None
-    for part in parts:
-        for f in _facts(part, "compute.accelerator"):
-            if isinstance(f.value, dict):
-                accel = f.value
+    def _compute(self, compute: Compute) -> ResolvedCompute:
+        parts = [compute] + list(compute.joined)
+        target = compute.first("compute.target")
+        tv = (target.value if target is not None else None) or {}
+        provider, source, resource = tv.get("provider"), tv.get("source"), tv.get("resource")
+        names: list[tuple[str, Fact]] = []
+        unresolved: list[str] = []
+        for part in parts:
+            for f in part.facts:
+                if f.kind != "compute.instance_type":
+                    continue
+                v = self.tf.value_of(f)
+                if isinstance(v.value, str) and v.value.strip():
+                    names.append((v.value.strip(), f))
+                elif is_ref(f.value):
+                    unresolved.append(f"the instance type ({f.loc.short()}): {v.why}")
+        accel = next((f.value for p in parts for f in p.facts if f.kind == "compute.accelerator" and isinstance(f.value, dict)), None)
+        cat = self.catalogue
+        inst: Instance | None = None
+        inst_fact: Fact | None = None
+        assumed = None
+        unknown: list[UnknownInstance] = []
+        for name, f in names:
+            found = cat.resolve(name, provider=provider, accelerator=accel)
+            if found is not None:
+                inst, inst_fact = found, f
                 break
-    inst = None
-    unknown_names = []
-    for name, f in names:
-        hit = cat.resolve(name, provider=provider, accelerator=accel)
-        if hit is not None:
-            inst = hit
-            out["instance_fact"] = f.loc.short()
-            out["instance_written"] = name
-            break
-        unknown_names.append((name, f))
-    if inst is None and accel and not names:
-        cands = cat.by_accelerator(str(accel.get("type") or ""), accel.get("count"), provider)
-        priced = sorted((c for c in cands if cat.price(c).usd_per_hour), key=lambda c: cat.price(c).usd_per_hour)
-        if priced:
-            inst = priced[0]
-            out["assumed"] = f"{accel.get('type')}:{accel.get('count')} resolved to the cheapest matching catalogue instance, as SkyPilot's optimizer picks"
-    out["unknown_instance_types"] = [{"name": n, "where": f.loc.short(), "line": f.loc.line, "path": f.loc.path, "key": f.key} for n, f in unknown_names if inst is None]
-    capacity = None
-    for part in parts:
-        for f in _facts(part, "compute.capacity"):
-            v = tf_value(f, part, repo)
-            if v in ("spot", "on-demand"):
-                if capacity is None or (capacity == "on-demand" and (f.attrs or {}).get("default")):
-                    capacity = v
-                    out["capacity_fact"] = f.loc.short()
+            unknown.append(UnknownInstance(name, f.loc, f.key))
+        if inst is None and accel and not names:
+            cands = cat.by_accelerator(str(accel.get("type") or ""), accel.get("count"), provider)
+            priced = sorted((c for c in cands if cat.price(c).usd_per_hour), key=lambda c: cat.price(c).usd_per_hour)
+            if priced:
+                inst = priced[0]
+                assumed = (f"{accel.get('type')}:{accel.get('count')} resolved to the cheapest matching catalogue instance, "
+                           "as SkyPilot's optimizer picks")
+        capacity, capacity_fact, fallback = self._capacity(parts)
+        nodes = self._int(compute, "compute.node_count")
+        if nodes is None and source in ("skypilot", "sagemaker"):
+            nodes = 1  # num_nodes / instance_count default to 1
+        gpn_fact = compute.first("compute.gpus_per_node")
+        gpn = self._int(compute, "compute.gpus_per_node")
+        efa, efa_fact = None, None
+        for part in parts:
+            for f in part.facts:
+                if f.kind == "compute.efa":
+                    v = self.tf.value_of(f).value
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        efa = max(efa or 0, v)
+                        efa_fact = f
+        device, reason = self._device(compute, resource, source, provider, inst, names, accel, gpn_fact, gpn)
+        why = None
+        if inst is None:
+            if unknown:
+                why = f"instance type {unknown[0].name!r} is not in the catalogue"
+            elif unresolved:
+                why = unresolved[0]
+            elif accel:
+                why = f"accelerator {accel.get('type')!r} x{accel.get('count')} matches no catalogue instance"
+            else:
+                why = f"{compute.id} names no instance type"
+        rc = ResolvedCompute(
+            id=compute.id, path=compute.path, target=compute.target, loc=compute.loc, source=source, provider=provider,
+            resource=resource, target_role=tv.get("role"), device=device, device_reason=reason, instance=inst,
+            architecture=self._architecture(inst),
+            instance_written=next((n for n, f in names if f is inst_fact), None),
+            instance_loc=inst_fact.loc if inst_fact is not None else None, assumed=assumed, accelerator=accel,
+            gpus_per_node=gpn or (inst.gpu_count if inst is not None else None), nodes=nodes,
+            min_nodes=self._int(compute, "compute.min_nodes"), capacity=capacity,
+            capacity_loc=capacity_fact.loc if capacity_fact is not None else None, on_demand_fallback=fallback,
+            efa_requested=efa, efa_loc=efa_fact.loc if efa_fact is not None else None, why_unknown=why,
+            unknown_instances=tuple(unknown) if inst is None else (), facts=tuple(compute.all_facts),
+        )
+        return self.priced(rc)
+
+    def _architecture(self, inst: Instance | None) -> str | None:
+        gpu = self.catalogue.gpu(inst)
+        return gpu.architecture if gpu is not None else None
+
+    def _capacity(self, parts: list[Compute]) -> tuple[str | None, Fact | None, bool]:
+        capacity, where, fallback = None, None, False
+        for part in parts:
+            for f in part.facts:
+                if f.kind != "compute.capacity":
+                    continue
+                v = self.tf.value_of(f).value
+                if v not in ("spot", "on-demand"):
+                    continue
                 if v == "spot":
-                    capacity = "spot"
-                    out["capacity_fact"] = f.loc.short()
-    out["capacity"] = capacity
+                    capacity, where = "spot", f
+                    fallback = fallback or bool((f.attrs or {}).get("on_demand_fallback"))
+                elif capacity is None or (capacity == "on-demand" and (f.attrs or {}).get("default")):
+                    capacity, where = v, f
+        return capacity, where, fallback
+
+    def _int(self, compute: Compute, kind: str) -> int | None:
+        for f in compute.facts:
+            if f.kind == kind:
+                v = self.tf.value_of(f).value
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return v
+        return None
+
+    @staticmethod
+    def _device(compute, resource, source, provider, inst, names, accel, gpn_fact, gpn) -> tuple[str, str]:
+        if source == "kubernetes" and not str(resource or "").startswith(_CAPACITY_OBJECTS):
+            # a pod sees GPUs only through a device-plugin request, whatever node it lands on
+            if gpn_fact is None or gpn == 0:
+                return CPU, "the pod requests no GPU (nvidia.com/gpu or amd.com/gpu)"
+            return GPU, f"the pod requests {gpn if gpn is not None else 'some'} GPU(s) ({gpn_fact.loc.short()})"
+        if inst is not None:
+            return GPU, f"{inst.name} has {inst.gpu_count}x {inst.gpu_model} (catalogue)"
+        if isinstance(gpn, int) and gpn > 0:
+            return GPU, f"{gpn} GPU(s) requested per node ({gpn_fact.loc.short()})"
+        count = accel.get("count") if isinstance(accel, dict) else None
+        if names:
+            device, why = device_of(names[0][0], provider, count if isinstance(count, int) else None)
+            return device, why
+        if accel:
+            return GPU, f"accelerator {accel.get('type')} requested"
+        if source == "skypilot":
+            return CPU, "the SkyPilot task requests no accelerators"
+        return UNKNOWN, "no instance type, accelerator or GPU request decides it"
+
+    def priced(self, rc: ResolvedCompute, pinned: str | None = None) -> ResolvedCompute:
+        """``rc`` with the price of its nodes on its capacity (the capacity it is priced at is named)."""
+        inst = rc.instance
+        if inst is None:
+            return rc.with_(price=None)
+        cap = rc.capacity or "on-demand"
+        p = self.catalogue.price(inst, cap)
+        n = rc.nodes or 1
+        source = p.source + (f"; {p.note}" if p.note else "")
+        written = rc.instance_written or ""
+        if written.lower().startswith("ml."):
+            source += ("; this is the EC2 list price of the SageMaker instance's twin: SageMaker lists higher "
+                       "(about +15-40% by a third-party table, unverified), so the figure is a lower bound")
+        why = None if p.usd_per_hour else f"the catalogue has no {cap} price for {inst.name}"
+        price = Price(p.usd_per_hour, round(p.usd_per_hour * n, 4) if p.usd_per_hour else None, cap, n, p.region, p.as_of,
+                      source, why)
+        return rc.with_(price=price)
+
+    # -- workloads ---------------------------------------------------------------------------
+    def workload(self, wl: Workload, all_computes: dict[str, Compute]) -> WorkloadResolution:
+        launch_nodes = _launch_nodes(wl)
+        rc = self.compute(wl.compute) if wl.compute is not None else None
+        if rc is not None and rc.nodes is None and launch_nodes:
+            rc = self.priced(rc.with_(nodes=launch_nodes))
+        rc = self._table(wl, rc, launch_nodes)
+        job = [rc] if rc is not None else []
+        for l in wl.launchers:
+            other = all_computes.get(f"{l.loc.path}#{l.target}") if l.target else None
+            if other is not None and all(other.id != c.id for c in job):
+                job.append(self.compute(other))
+        for extra in wl.job_computes:
+            if all(extra.id != c.id for c in job):
+                job.append(self.compute(extra))
+        model = self._model(wl)
+        view = precision_view(wl)
+        precision = PrecisionInfo(
+            view=view,
+            mixed=True if view.on else (False if view.decided_off else None),
+            dtypes=tuple(sorted(view.dtypes)),
+            evidence=tuple(
+                [f"{f.value.get('mechanism') if isinstance(f.value, dict) and f.kind == 'precision' else f.kind} at {f.loc.short()}" for f, _ in view.on]
+                + [f"off: {f.key or f.kind} at {f.loc.short()}" for f in view.off + view.default_off]
+                + [f"undecided: {f.key or f.kind} at {f.loc.short()}" for f in view.unknown]),
+        )
+        role, why = _role(wl, rc)
+        res = WorkloadResolution(role=role, role_reason=why, compute=rc, job_computes=tuple(job), model=model,
+                                 precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),
+                                 launch_nodes=launch_nodes)
+        if rc is not None and rc.device == CPU:
+            wl.reasons.append(f"device: {rc.id} is CPU compute ({rc.device_reason}): GPU checks do not apply")
+        elif rc is not None:
+            if rc.instance is None:
+                wl.unknown.append(f"instance: {rc.why_no_price}")
+            if rc.capacity is None:
+                wl.unknown.append("capacity: spot or on-demand is not stated; on-demand assumed for prices")
+            if rc.nodes is None:
+                wl.unknown.append("nodes: no node count found; 1 assumed for prices")
+        return res
+
+    def _table(self, wl: Workload, rc: ResolvedCompute | None, launch_nodes: int | None) -> ResolvedCompute | None:
+        ov = wl.overrides
+        if not (ov.get("instance") or ov.get("capacity") or ov.get("nodes")):
+            return rc
+        if rc is None:
+            loc = Location(wl.entrypoint)
+            rc = ResolvedCompute(id=TABLE, path="", target="", loc=loc, source="config", provider=None, resource=None,
+                                 target_role=None, device=UNKNOWN, device_reason="pinned in the workloads table")
+        changes: dict[str, Any] = {}
+        if ov.get("capacity"):
+            changes.update(capacity=ov["capacity"], capacity_loc=None, capacity_pinned_by=TABLE)
+        nodes = ov.get("nodes") or rc.nodes or launch_nodes
+        changes["nodes"] = nodes
+        if ov.get("instance"):
+            wl.reasons.append(f"config: workloads table pins instance {ov['instance']}")
+            wl.unknown[:] = [u for u in wl.unknown if not u.startswith("compute:")]
+            inst = self.catalogue.resolve(ov["instance"])
+            changes.update(instance=inst, instance_written=ov["instance"], instance_loc=None, instance_pinned_by=TABLE,
+                           assumed=None, unknown_instances=(), architecture=self._architecture(inst))
+            if inst is not None:
+                changes.update(device=GPU, device_reason=f"{inst.name} has {inst.gpu_count}x {inst.gpu_model} (catalogue)",
+                               gpus_per_node=inst.gpu_count, why_unknown=None)
+            else:
+                device, why = device_of(str(ov["instance"]))
+                changes.update(device=device, device_reason=why,
+                               why_unknown=f"instance {ov['instance']!r} from the workloads table is not in the catalogue")
+        return self.priced(rc.with_(**changes))
+
+    def _model(self, wl: Workload) -> ModelInfo | None:
+        extra = [{"name": k, "params": int(v)} for k, v in (self.config.models or {}).items()]
+        ov = wl.overrides
+        if ov.get("params"):
+            return ModelInfo(params=int(ov["params"]), evidence=f"{TABLE} params", name=ov.get("model"))
+        if ov.get("model"):
+            size = self._size_for_name(ov["model"], extra)
+            if size is not None:
+                return ModelInfo(params=size.params, active_params=size.active_params, name=ov["model"],
+                                 evidence=f"{size.evidence} ({TABLE} model)", dims=dict(size.dims or {}))
+        names = [f for f in wl.of("model.name") if isinstance(f.value, str)]
+        for f in names:
+            size = self._size_for_name(f.value, extra)
+            if size is not None:
+                attrs = f.attrs or {}
+                return ModelInfo(params=size.params, active_params=size.active_params, name=f.value,
+                                 evidence=f"{size.evidence} ({f.loc.short()})", dims=dict(size.dims or {}),
+                                 load_in_4bit=bool(attrs.get("load_in_4bit")), load_in_8bit=bool(attrs.get("load_in_8bit")))
+        for f in wl.of("model.config"):
+            size = modelsize.from_hf_config(f.value, source=f.loc.short())
+            if size is not None:
+                return ModelInfo(params=size.params, active_params=size.active_params, evidence=f"{size.evidence} ({f.loc.short()})",
+                                 dims=dict(size.dims or {}))
+        if names:
+            wl.unknown.append(f"model size: {names[0].value!r} is not a known model and carries no size hint; add it under [tool.gpulint.models]")
+        return None
+
+    def _size_for_name(self, name: str, extra: list):
+        size = modelsize.from_name(name, extra)
+        if size is not None:
+            return size
+        # a local checkpoint folder with a config.json
+        for path, facts in self.repo.facts.items():
+            if path.endswith("config.json") and posixpath.dirname(path).endswith(name.strip("./").rstrip("/")):
+                for f in facts:
+                    if f.kind == "model.config":
+                        return modelsize.from_hf_config(f.value, source=path)
+        return None
+
+
+def _launch_nodes(wl: Workload) -> int | None:
     nodes = None
-    for f in _facts(compute, "compute.node_count"):
-        v = tf_value(f, compute, repo)
-        if isinstance(v, int) and not isinstance(v, bool):
-            nodes = v
-            break
-    if nodes is None and isinstance(nodes_hint, int):
-        nodes = nodes_hint
-    if nodes is None and out["source"] in ("skypilot", "sagemaker"):
-        nodes = 1  # num_nodes / instance_count default to 1
-    out["nodes"] = nodes
-    gpn = None
-    for f in _facts(compute, "compute.gpus_per_node"):
-        v = tf_value(f, compute, repo)
-        if isinstance(v, int) and not isinstance(v, bool):
-            gpn = v
-    efa = None
-    for part in parts:
-        for f in _facts(part, "compute.efa"):
-            v = tf_value(f, part, repo)
-            if isinstance(v, int) and not isinstance(v, bool):
-                efa = max(efa or 0, v)
-                out["efa_fact"] = f.loc.short()
-    out["efa_requested"] = efa
-    if inst is not None:
-        out.update(_instance_fields(inst, ctx, capacity, nodes, gpn, written=out.get("instance_written")))
-    else:
-        out["gpus_per_node"] = gpn
-        if unknown_names:
-            out["why_no_price"] = f"instance type {unknown_names[0][0]!r} is not in the catalogue"
-        elif unresolved:
-            out["why_no_price"] = f"the instance type {unresolved[0]}"
-        elif accel:
-            out["why_no_price"] = f"accelerator {accel.get('type')!r} x{accel.get('count')} matches no catalogue instance"
-        else:
-            out["why_no_price"] = f"{compute.id} names no instance type"
-    return out
-
-
-def _instance_fields(inst, ctx: WorkloadContext, capacity: str | None, nodes: int | None, gpn: int | None = None,
-                     written: str | None = None) -> dict:
-    """Catalogue facts and the price of `nodes` x `inst` on `capacity`."""
-    cat = ctx.catalogue
-    gpu = cat.gpu(inst)
-    price = cat.price(inst, capacity or "on-demand")
-    n = nodes or 1
-    source = price.source + (f"; {price.note}" if price.note else "")
-    if written and written.lower().startswith("ml."):
-        source += ("; this is the EC2 list price of the SageMaker instance's twin: SageMaker lists higher "
-                   "(about +15-40% by a third-party table, unverified), so the figure is a lower bound")
-    out = {
-            "instance": inst.name,
-            "provider": inst.provider,
-            "gpu_model": inst.gpu_model,
-            "gpu_count": inst.gpu_count,
-            "gpus_per_node": gpn or inst.gpu_count,
-            "gpu_memory_gib": inst.gpu_memory_gib,
-            "bf16_supported": inst.bf16_supported,
-            "architecture": gpu.architecture if gpu else None,
-            "interconnect": inst.gpu_interconnect,
-            "network_gbps": inst.network_gbps,
-            "rdma": inst.rdma,
-            "efa_interfaces": inst.efa_interfaces,
-            "local_nvme_gib": inst.local_nvme_gib,
-            "unit_usd_per_hour": price.usd_per_hour,
-            "usd_per_hour": round(price.usd_per_hour * n, 4) if price.usd_per_hour else None,
-            "region": price.region,
-            "as_of": price.as_of,
-            "price_source": source,
-    }
-    if not price.usd_per_hour:
-        out["why_no_price"] = f"the catalogue has no {capacity or 'on-demand'} price for {inst.name}"
-    return out
-
-
-def _all_computes(ctx: WorkloadContext) -> list[Compute]:
-    cached = getattr(ctx, "_computes", None)
-    if cached is None:
-        from gpulint.workloads import compute_targets
-
-        cached = list(compute_targets(ctx.repo).values())
-        ctx._computes = cached  # type: ignore[attr-defined]
-    return cached
-
-
-# -- the workload ------------------------------------------------------------------------------
-def resolve_workload(wl: Workload, ctx: WorkloadContext) -> None:
-    launch_nodes = None
     for l in wl.launchers:
         v = l.value
         for key in ("nnodes", "num_machines"):
-            if isinstance(v.get(key), int):
-                launch_nodes = v[key]
+            if isinstance(v.get(key), int) and not isinstance(v.get(key), bool):
+                nodes = v[key]
         w = v.get("wrapper") or {}
         if isinstance(w, dict) and isinstance(w.get("nodes"), int):
-            launch_nodes = launch_nodes or w["nodes"]
+            nodes = nodes or w["nodes"]
     for f in wl.of("config.accelerate"):
         if isinstance(f.value.get("num_machines"), int):
-            launch_nodes = launch_nodes or f.value["num_machines"]
-    if wl.compute is not None:
-        wl.resolved["compute"] = resolve_compute(wl.compute, ctx, launch_nodes)
-    ov = wl.overrides
-    if ov.get("instance") or ov.get("capacity") or ov.get("nodes"):
-        base = wl.resolved.setdefault("compute", {})
-        name = ov.get("instance") or base.get("instance_written") or base.get("instance")
-        inst = ctx.catalogue.resolve(name) if name else None
-        capacity = ov.get("capacity") or base.get("capacity")
-        nodes = ov.get("nodes") or base.get("nodes") or launch_nodes
-        base.update({"capacity": capacity, "nodes": nodes})
-        if ov.get("capacity"):
-            base["capacity_fact"] = "[tool.gpulint] workloads table"
-        if ov.get("instance"):
-            base["instance_fact"] = "[tool.gpulint] workloads table"
-            wl.reasons.append(f"config: workloads table pins instance {ov['instance']}")
-            wl.unknown[:] = [u for u in wl.unknown if not u.startswith("compute:")]
-        if inst is not None:
-            base.pop("why_no_price", None)
-            base.update(_instance_fields(inst, ctx, capacity, nodes, written=name))
-        elif ov.get("instance"):
-            base["why_no_price"] = f"instance {ov['instance']!r} from the workloads table is not in the catalogue"
-    if wl.resolved.get("compute") is not None and wl.resolved["compute"].get("nodes") is None and launch_nodes:
-        wl.resolved["compute"]["nodes"] = launch_nodes
-    _model(wl, ctx)
-    _summaries(wl)
-    c = wl.resolved.get("compute")
-    if c is not None:
-        if not c.get("instance"):
-            wl.unknown.append(f"instance: {c.get('why_no_price')}")
-        if c.get("capacity") is None:
-            wl.unknown.append("capacity: spot or on-demand is not stated; on-demand assumed for prices")
-        if c.get("nodes") is None:
-            wl.unknown.append("nodes: no node count found; 1 assumed for prices")
+            nodes = nodes or f.value["num_machines"]
+    return nodes
 
 
-def _model(wl: Workload, ctx: WorkloadContext) -> None:
-    from gpulint import modelsize
-
-    extra = [{"name": k, "params": int(v)} for k, v in (ctx.config.models or {}).items()]
-    ov = wl.overrides
-    if ov.get("params"):
-        wl.resolved["model"] = {"params": int(ov["params"]), "evidence": "[tool.gpulint] workloads table params", "name": ov.get("model")}
-        return
-    if ov.get("model"):
-        size = _size_for_name(ov["model"], extra, ctx)
-        if size is not None:
-            wl.resolved["model"] = {"name": ov["model"], "params": size.params, "active_params": size.active_params,
-                                    "evidence": f"{size.evidence} ([tool.gpulint] workloads table model)", "dims": size.dims}
-            return
-    names = [f for f in wl.of("model.name") if isinstance(f.value, str)]
-    for f in names:
-        size = _size_for_name(f.value, extra, ctx)
-        if size is not None:
-            wl.resolved["model"] = {"name": f.value, "params": size.params, "active_params": size.active_params,
-                                    "evidence": f"{size.evidence} ({f.loc.short() if f.loc else 'config'})", "dims": size.dims,
-                                    "load_in_4bit": bool((f.attrs or {}).get("load_in_4bit")), "load_in_8bit": bool((f.attrs or {}).get("load_in_8bit"))}
-            return
-    for f in wl.of("model.config"):
-        size = modelsize.from_hf_config(f.value, source=f.loc.short())
-        if size is not None:
-            wl.resolved["model"] = {"name": None, "params": size.params, "active_params": size.active_params,
-                                    "evidence": f"{size.evidence} ({f.loc.short()})", "dims": size.dims}
-            return
-    if names:
-        wl.unknown.append(f"model size: {names[0].value!r} is not a known model and carries no size hint; add it under [tool.gpulint.models]")
+def _role(wl: Workload, rc: ResolvedCompute | None) -> tuple[str, str]:
+    """Training when the code trains; inference when it serves (or its compute is a serving
+    target); batch otherwise (a job that runs a script that neither trains nor serves)."""
+    trains = wl.code_facts("trains")
+    if trains:
+        return TRAINING, f"{trains[0].value.get('via')} at {trains[0].loc.short()}"
+    serves = wl.code_facts("serves")
+    if serves:
+        return INFERENCE, f"serves with {serves[0].value.get('via')} at {serves[0].loc.short()}"
+    if rc is not None and rc.target_role == "serving":
+        return INFERENCE, f"{rc.id} is a serving target"
+    inference = wl.code_facts("inference")
+    if inference:
+        return BATCH, f"runs a model ({inference[0].value.get('via')} at {inference[0].loc.short()}) without training or serving"
+    return BATCH, "neither trains nor serves"
 
 
-def _size_for_name(name: str, extra: list, ctx: WorkloadContext):
-    from gpulint import modelsize
-
-    size = modelsize.from_name(name, extra)
-    if size is not None:
-        return size
-    # a local checkpoint folder with a config.json
-    for path, facts in ctx.repo.facts.items():
-        if path.endswith("config.json") and posixpath.dirname(path).endswith(name.strip("./").rstrip("/")):
-            for f in facts:
-                if f.kind == "model.config":
-                    return modelsize.from_hf_config(f.value, source=path)
-    return None
-
-
-def _summaries(wl: Workload) -> None:
-    from gpulint.precision import precision_view
-
-    view = precision_view(wl)
-    wl.resolved["precision"] = {
-        "mixed": True if view.on else (False if view.decided_off else None),
-        "dtypes": sorted(view.dtypes),
-        "evidence": [f"{f.value.get('mechanism') if isinstance(f.value, dict) and f.kind == 'precision' else f.kind} at {f.loc.short()}" for f, _ in view.on]
-        + [f"off: {f.key or f.kind} at {f.loc.short()}" for f in view.off + view.default_off]
-        + [f"undecided: {f.key or f.kind} at {f.loc.short()}" for f in view.unknown],
-    }
-    wl.resolved["checkpoint"] = {
-        "saves": [f"{f.value.get('via')} at {f.loc.short()}" for f in wl.of("checkpoint.save")],
-        "resumes": [f"{f.value.get('via')} at {f.loc.short()}" for f in wl.of("checkpoint.resume")],
-    }
+def resolve_scan(workloads: list[Workload], computes: dict[str, Compute], repo: Repo, catalogue: Catalogue,
+                 config: Any) -> dict[str, ResolvedCompute]:
+    """Resolve every compute target and every workload (sets ``wl.resolution``); returns the targets by id."""
+    resolver = Resolver(repo, catalogue, config)
+    for c in computes.values():
+        resolver.compute(c)
+    for wl in workloads:
+        wl.resolution = resolver.workload(wl, computes)
+    return dict(resolver.computes)

@@ -23,6 +23,7 @@ class ScanResult:
     root: str
     findings: list[Finding] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)  # as `gpulint workloads --format json`
+    computes: list[dict[str, Any]] = field(default_factory=list)  # every compute target, resolved
     files_scanned: int = 0
     rules: list = field(default_factory=list)  # every known rule class (SARIF tool.driver)
     enabled: set[str] = field(default_factory=set)

@@ -85,6 +85,8 @@ class Rule:
     family: ClassVar[str] = ""
     since: ClassVar[str] = "0.1.0"
     default_enabled: ClassVar[bool] = True
+    #: workload roles check_workload is called for (gpulint.resolution: training, inference, batch)
+    roles: ClassVar[tuple[str, ...]] = ("training",)
     #: file kinds check_file is called for; empty = none
     kinds: ClassVar[tuple[str, ...]] = ()
     #: text gate: check_file only runs on files containing one of these

@@ -72,3 +72,38 @@ def check_example(rule: type[Rule], example: Example, valid: bool, host: PluginH
 
 
 __all__ = ["check_example", "default_host", "run_example", "scan_files", "scan_tree", "write_tree", "from_dict"]
+
+
+def resolve_by_hand(wl, compute: dict | None = None, model: dict | None = None):
+    """Give a hand-made ``Workload`` a resolution, for unit tests of rule helpers.
+
+    ``compute``: ``{"instance": "p4d.24xlarge", "nodes": 1, "gpus_per_node": 8, "capacity": "spot"}``
+    (the instance is looked up in the bundled catalogue; ``None`` or a missing name leaves it
+    unknown); ``model``: ``ModelInfo`` fields (``params``, ``name``, ``dims`` ...)."""
+    from gpulint.catalogue import Catalogue
+    from gpulint.model import Location
+    from gpulint.precision import precision_view
+    from gpulint.resolution import GPU, UNKNOWN, CheckpointInfo, ModelInfo, PrecisionInfo, ResolvedCompute, WorkloadResolution
+
+    rc = None
+    if compute is not None:
+        cat = Catalogue.load()
+        inst = cat.resolve(compute.get("instance")) if compute.get("instance") else None
+        gpu = cat.gpu(inst)
+        rc = ResolvedCompute(
+            id="test#compute", path="test", target="compute", loc=Location("test"), source=compute.get("source"),
+            provider=compute.get("provider") or (inst.provider if inst else None), resource=None, target_role=None,
+            device=GPU if inst is not None or compute.get("gpus_per_node") else UNKNOWN, device_reason="by hand",
+            instance=inst, architecture=gpu.architecture if gpu else None, instance_written=compute.get("instance"),
+            gpus_per_node=compute.get("gpus_per_node", inst.gpu_count if inst else None), nodes=compute.get("nodes"),
+            capacity=compute.get("capacity"))
+    view = precision_view(wl)
+    precision = PrecisionInfo(view, True if view.on else (False if view.decided_off else None), tuple(sorted(view.dtypes)), ())
+    m = None
+    if model is not None:
+        m = ModelInfo(params=model.get("params"), evidence=model.get("evidence", "by hand"), name=model.get("name"),
+                      dims=model.get("dims") or {}, load_in_4bit=bool(model.get("load_in_4bit")),
+                      load_in_8bit=bool(model.get("load_in_8bit")))
+    wl.resolution = WorkloadResolution(role="training", role_reason="by hand", compute=rc, job_computes=(rc,) if rc else (),
+                                       model=m, precision=precision, checkpoint=CheckpointInfo())
+    return wl

@@ -12,6 +12,9 @@ def render_workloads(result: ScanResult) -> str:
     for wl in result.workloads:
         lines.append(f"workload {wl['name']}")
         lines.append(f"  entrypoint: {wl['entrypoint']}")
+        res = wl.get("resolved") or {}
+        if res.get("role"):
+            lines.append(f"  role: {res['role']} ({res.get('role_reason')})")
         if len(wl["code_files"]) > 1:
             lines.append(f"  code: {', '.join(wl['code_files'])}")
         for l in wl["launchers"]:
@@ -24,6 +27,8 @@ def render_workloads(result: ScanResult) -> str:
         if comp:
             head = comp.get("instance") or comp.get("id")
             lines.append(f"  compute: {head}" + (f" [{comp.get('id')}]" if comp.get("instance") and comp.get("id") else ""))
+            if comp.get("device"):
+                lines.append(f"    device: {comp['device']} ({comp.get('device_reason')})")
             if comp.get("assumed"):
                 lines.append(f"    assumed: {comp['assumed']}")
             for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "capacity", "efa_requested"):
@@ -36,8 +41,11 @@ def render_workloads(result: ScanResult) -> str:
                 lines.append(f"    price: unknown, {comp['why_no_price']}")
             for f in comp.get("facts", []):
                 lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
-        for key, val in sorted((wl.get("resolved") or {}).items()):
-            lines.append(f"  {key}: {_short(val)}")
+        for job in wl.get("job_computes") or []:
+            lines.append(f"  also in the job: {job.get('instance') or job.get('id')} [{job.get('id')}]")
+        for key, val in sorted(res.items()):
+            if key not in ("role", "role_reason"):
+                lines.append(f"  {key}: {_short(val)}")
         if wl["facts"]:
             lines.append("  facts:")
             for f in wl["facts"]:
@@ -50,6 +58,16 @@ def render_workloads(result: ScanResult) -> str:
             lines.append(f"  linked: {r}")
         for u in wl["unknown"]:
             lines.append(f"  unknown: {u}")
+        lines.append("")
+    claimed = {(w.get("compute") or {}).get("id") for w in result.workloads} | \
+        {j.get("id") for w in result.workloads for j in w.get("job_computes") or []}
+    others = [c for c in result.computes if c.get("id") not in claimed]
+    if others:
+        lines.append("compute targets no workload runs on:")
+        for c in others:
+            what = c.get("instance") or c.get("instance_written") or "instance unknown"
+            lines.append(f"  {c['id']}: {what}, {c.get('device')} ({c.get('device_reason')})"
+                         + (f"; {c['why_unknown']}" if c.get("why_unknown") and c.get("device") != "cpu" else ""))
         lines.append("")
     return "\n".join(lines) + ("\n" if lines and lines[-1] else "")
 

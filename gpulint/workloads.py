@@ -1,49 +1,53 @@
 """Joining the facts of many files into workloads: the only place that looks
 across files.
 
-A workload is one training (or serving) entrypoint with what launches it, the
-configs it reads and the compute it runs on. Links are made, in order:
+A workload is one entrypoint (a training or serving script, or a serving
+target with no script of its own) with what launches it, the configs it reads
+and the compute it runs on. Links are made, in order:
 
 1. explicitly: a launcher names the script (shell/Slurm/Makefile/Dockerfile
-   lines, Kubernetes containers, SkyPilot ``run:``, SageMaker ``entry_point``);
-   configs named by a launcher (``--config_file``, ``--deepspeed``) or by the
-   code (``TrainingArguments(deepspeed="ds.json")``); compute that holds the
-   launcher (the Kubernetes job, the SkyPilot task, the estimator, #SBATCH);
+   lines, Kubernetes containers, SkyPilot ``run:``, SageMaker ``entry_point``,
+   Terraform ``user_data``, DVC stages), directly or through the launcher files
+   it runs (``bash scripts/train.sh``, ``dvc repro``): a compute that holds the
+   outer launcher holds the inner ones; configs named by a launcher
+   (``--config_file``, ``--deepspeed``) or by the code
+   (``TrainingArguments(deepspeed="ds.json")``);
 2. by the ``workloads`` table of the configuration;
 3. by unambiguous repo-level pairing: one accelerate config in the repo, one
-   GPU compute target left and one workload without compute.
+   GPU compute target left and one workload without compute (preferring the
+   one script a launcher starts). When that cannot be decided the ambiguity is
+   recorded (SYS005 reports it) rather than dropped.
 
-Every link records why it was made; what stays unknown is listed.
+An entrypoint launched on the compute of two different jobs (two estimators,
+two PyTorchJobs) is two workloads, each on its own compute. Test and vendored
+code is context (its facts and imports are read) but never a workload of its
+own (``gpulint.scope``). Every link records why it was made; what stays
+unknown is listed.
 """
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
+from gpulint.families import looks_like_gpu_instance
 from gpulint.model import Fact, Location
 
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.resolution import WorkloadResolution
+    from gpulint.scope import Scope
+
 CODE_KINDS = ("python", "notebook")
-
-# Instance families that carry accelerators; anything else (m5.xlarge, n2-standard-8,
-# Standard_D8s_v5) is CPU compute and never a GPU workload's target.
-_GPU_FAMILIES = re.compile(
-    r"^(ml\.)?(p\d+[a-z]*|g\d+[a-z]*|trn\d+[a-z]*|inf\d+[a-z]*|dl\d+[a-z]*)\.|"  # AWS / SageMaker
-    r"^(a2|a3|a4|g2|g4|ct\d)-|^n1\+|"  # GCP (n1 with a GPU is spelled n1+... in the catalogue)
-    r"^(standard_)?n[cdvg]\d*[a-z]*",  # Azure N-series
-    re.IGNORECASE,
-)
-
-
-def looks_like_gpu_instance(name: str) -> bool:
-    return bool(_GPU_FAMILIES.match(name.strip()))
+__all__ = ["CODE_KINDS", "Ambiguity", "Compute", "Linked", "Repo", "Workload", "compute_targets", "link",
+           "looks_like_gpu_instance"]
+#: launcher files followed through a chain of launches at most this deep
+_MAX_CHAIN = 6
 
 
 @dataclass
 class Compute:
-    """One compute target (a Terraform resource, a Kubernetes job, a SkyPilot task ...)."""
+    """One compute target (a Terraform resource, a Kubernetes job, a SkyPilot task ...): its facts."""
 
     id: str  # "path#target"
     path: str
@@ -67,6 +71,12 @@ class Compute:
 
     def role(self) -> str | None:
         return (self.value("compute.target") or {}).get("role")
+
+    @property
+    def job(self) -> tuple[str, str]:
+        """Targets of one job share this key: a PyTorchJob's Master and Worker, an MPIJob's Launcher and Worker."""
+        resource = (self.value("compute.target") or {}).get("resource")
+        return (self.path, str(resource or self.target))
 
     @property
     def loc(self) -> Location:
@@ -97,7 +107,9 @@ class Workload:
     reasons: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     overrides: dict = field(default_factory=dict)  # from the config's workloads table
-    resolved: dict = field(default_factory=dict)  # filled by gpulint.resolve (instance, price, model size ...)
+    job_computes: list[Compute] = field(default_factory=list)  # other targets of the same job
+    #: set by gpulint.resolve before any rule runs
+    resolution: "WorkloadResolution | None" = None
 
     def of(self, kind: str) -> list[Fact]:
         return [f for f in self.facts if f.kind == kind]
@@ -111,6 +123,35 @@ class Workload:
     @property
     def trains(self) -> bool:
         return self.has("trains")
+
+    @property
+    def role(self) -> str:
+        if self.resolution is not None:
+            return self.resolution.role
+        return "training" if self.code_facts("trains") else "batch"
+
+
+@dataclass(frozen=True)
+class Ambiguity:
+    """A pairing the linker could not decide: ``subject`` (a compute target or a workload) and its candidates."""
+
+    loc: Location
+    subject: str
+    candidates: tuple[str, ...]
+    workloads: tuple[str, ...]  # the workloads left without compute because of it
+
+
+@dataclass
+class Linked:
+    workloads: list[Workload]
+    computes: dict[str, Compute]
+    ambiguities: list[Ambiguity] = field(default_factory=list)
+
+    def __iter__(self):  # `for wl in link(repo)` reads the workloads
+        return iter(self.workloads)
+
+    def __len__(self) -> int:
+        return len(self.workloads)
 
 
 @dataclass
@@ -233,6 +274,7 @@ def _closure(entry: str, repo: Repo, limit: int = 50) -> list[str]:
 
 
 def compute_targets(repo: Repo) -> dict[str, Compute]:
+    """Every compute target of the repository (facts grouped by file and target id)."""
     out: dict[str, Compute] = {}
     for path in sorted(repo.facts):
         for f in repo.facts[path]:
@@ -245,44 +287,135 @@ def compute_targets(repo: Repo) -> dict[str, Compute]:
     return computes
 
 
-def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
-    """Build workloads from the facts of every file."""
-    computes = compute_targets(repo)
-    # 1. entrypoints: code that trains, and code a launcher starts
-    entry_facts: dict[str, list[Fact]] = defaultdict(list)
-    for path in repo.files_of_kind(*CODE_KINDS):
-        if any(f.kind == "trains" for f in repo.facts.get(path, [])):
-            entry_facts[path]
-    launches: dict[str, list[tuple[Fact, str]]] = defaultdict(list)
+@dataclass(frozen=True)
+class _Use:
+    """A launch fact as it runs: from its own file, or reached through the launcher files that run it."""
+
+    fact: Fact
+    path: str  # the file the launch is written in
+    holder: str | None  # the compute target that runs it (its own, or the outer launcher's)
+    via: tuple[str, ...] = ()  # outer launches, outermost first ("k8s/job.yaml:14 runs scripts/train.sh")
+    env_files: tuple[tuple[str, str], ...] = ()  # (file, target) whose env applies: outer launchers' too
+
+
+def _launcher_file(script: str | None, launcher_path: str, repo: Repo, launches_in: dict[str, list[Fact]]) -> str | None:
+    """A non-code file of the repository with launches of its own that this launch runs (a shell
+    script, a DVC pipeline ...), or None."""
+    if not isinstance(script, str) or not script or "$" in script or "{" in script:
+        return None
+    s = _strip_container(script)
+    here = posixpath.dirname(launcher_path)
+    cands = [s.lstrip("/")] if s.startswith("/") else [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
+    for c in cands:
+        if c in launches_in and repo.kinds.get(c) not in CODE_KINDS and c != launcher_path:
+            return c
+    matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and p != launcher_path]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _holder_of(fact: Fact, path: str, computes: dict[str, Compute]) -> str | None:
+    if fact.target:
+        cid = f"{path}#{fact.target}"
+        return cid if cid in computes else None
+    in_file = [cid for cid, c in computes.items() if c.path == path]
+    return in_file[0] if len(in_file) == 1 else None  # a batch script's #SBATCH allocation
+
+
+def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
+    launches_in: dict[str, list[Fact]] = defaultdict(list)
     for path in sorted(repo.facts):
         for f in repo.facts[path]:
-            if f.kind != "launch" or not isinstance(f.value, dict):
-                continue
-            script = _resolve_script(f.value.get("script"), path, repo, f.value.get("module"))
-            if script:
-                launches[script].append((f, path))
-                entry_facts[script]
+            if f.kind == "launch" and isinstance(f.value, dict):
+                launches_in[path].append(f)
+    uses: list[_Use] = []
+    reached: set[str] = set()  # launcher files some outer launch runs on a compute
+
+    def walk(use: _Use, depth: int) -> None:
+        uses.append(use)
+        inner = _launcher_file(use.fact.value.get("script"), use.path, repo, launches_in)
+        if inner is None or depth >= _MAX_CHAIN or any(inner == v.split(" runs ", 1)[-1] for v in use.via):
+            return
+        if use.holder:
+            reached.add(inner)
+        step = f"{use.fact.loc.short()} runs {inner}"
+        stage = use.fact.value.get("stage")
+        for g in launches_in[inner]:
+            if stage and (g.attrs or {}).get("stage") not in (None, stage):
+                continue  # `dvc repro train` runs that stage only
+            holder = _holder_of(g, inner, computes) or use.holder
+            walk(_Use(g, inner, holder, use.via + (step,), use.env_files + ((inner, g.target),)), depth + 1)
+
+    for path, facts in launches_in.items():
+        for f in facts:
+            walk(_Use(f, path, _holder_of(f, path, computes), (), ((path, f.target),)), 0)
+    # a launch inside a launcher file that a compute runs is not also a launch of its own without one
+    seen: set[tuple] = set()
+    out = []
+    for u in uses:
+        if u.holder is None and u.path in reached and not u.via:
+            continue
+        key = (u.fact.loc, u.fact.key, u.holder)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(u)
+    return out
+
+
+def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workload:
+    wl = Workload(name=name, entrypoint=entry, code_files=code)
+    for p in code:
+        wl.facts += [f for f in repo.facts.get(p, []) if not f.target and f.kind != "import"]
+    if len(code) > 1:
+        wl.reasons.append(f"code: {entry} imports {', '.join(code[1:])}")
+    return wl
+
+
+def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = None) -> Linked:
+    """Build workloads from the facts of every file."""
+    from gpulint.scope import Scope
+
+    scope = scope or Scope()
+    computes = compute_targets(repo)
+    uses = _launch_uses(repo, computes)
+    # 1. entrypoints: code that trains, and code a launcher starts (test and vendored code is context only)
+    entries: dict[str, list[_Use]] = {}
+    for path in repo.files_of_kind(*CODE_KINDS):
+        if any(f.kind in ("trains", "serves") for f in repo.facts.get(path, [])) and not scope.outside(path):
+            entries.setdefault(path, [])
+    for u in uses:
+        script = _resolve_script(u.fact.value.get("script"), u.path, repo, u.fact.value.get("module"))
+        if script and not scope.outside(script) and not scope.outside(u.path):
+            entries.setdefault(script, []).append(u)
+    pinned = {row.get("entrypoint") for row in table or []}
     # a module only imported by another entrypoint is part of it, not a workload of its own
-    imported_by_other = set()
-    for entry in list(entry_facts):
-        for m in _closure(entry, repo)[1:]:
-            imported_by_other.add(m)
+    imported_by_other = {m for entry in entries for m in _closure(entry, repo)[1:]}
     workloads: dict[str, Workload] = {}
-    for entry in sorted(entry_facts):
-        if entry in imported_by_other and entry not in launches:
+    for entry in sorted(entries):
+        if entry in imported_by_other and not entries[entry] and entry not in pinned:
             continue
         code = _closure(entry, repo)
-        wl = Workload(name=entry, entrypoint=entry, code_files=code)
-        for p in code:
-            wl.facts += [f for f in repo.facts.get(p, []) if not f.target and f.kind not in ("import",)]
-        if len(code) > 1:
-            wl.reasons.append(f"code: {entry} imports {', '.join(code[1:])}")
-        for fact, lpath in launches.get(entry, []):
-            wl.launchers.append(fact)
-            wl.reasons.append(f"launcher: {fact.loc.short()} runs {entry}")
-            _attach_launcher(wl, fact, lpath, repo, computes)
-        workloads[entry] = wl
-    # configs named by code
+        groups: dict[tuple, list[_Use]] = defaultdict(list)
+        loose: list[_Use] = []
+        for u in entries[entry]:
+            if u.holder:
+                groups[computes[u.holder].job].append(u)
+            else:
+                loose.append(u)
+        if len(groups) <= 1:
+            wl = _new_workload(entry, entry, repo, code)
+            for u in [u for g in groups.values() for u in g] + loose:
+                _attach_launcher(wl, u, repo, computes)
+            workloads[wl.name] = wl
+            continue
+        for key in sorted(groups):  # one workload per job that runs this entrypoint
+            first = computes[groups[key][0].holder]
+            wl = _new_workload(f"{entry} [{key[0]}#{key[1]}]", entry, repo, code)
+            wl.reasons.append(f"job: {entry} runs on {len(groups)} jobs; this workload is the one on {first.id}")
+            for u in groups[key] + loose:
+                _attach_launcher(wl, u, repo, computes)
+            workloads[wl.name] = wl
+    # configs named by code or passed by launchers
     for wl in workloads.values():
         for f in list(wl.facts):
             if f.kind == "config_ref":
@@ -297,21 +430,61 @@ def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
     # 2. the configuration's workloads table
     for row in table or []:
         entry = row.get("entrypoint")
-        wl = workloads.get(entry)
-        if wl is None and entry in repo.kinds:
-            wl = workloads[entry] = Workload(name=entry, entrypoint=entry, code_files=_closure(entry, repo))
-            for p in wl.code_files:
-                wl.facts += [f for f in repo.facts.get(p, []) if not f.target and f.kind != "import"]
-        if wl is None:
-            continue
-        wl.overrides = dict(row)
-        if row.get("name"):
-            wl.name = row["name"]
-        cid = row.get("compute")
-        if cid and cid in computes:
-            wl.compute = computes[cid]
-            wl.reasons.append(f"config: workloads table pins compute {cid}")
+        matching = [w for w in workloads.values() if w.entrypoint == entry]
+        if not matching and entry in repo.kinds:
+            wl = _new_workload(entry, entry, repo, _closure(entry, repo))
+            workloads[wl.name] = wl
+            matching = [wl]
+        for wl in matching:
+            wl.overrides = dict(row)
+            if row.get("name") and len(matching) == 1:
+                del workloads[wl.name]
+                wl.name = row["name"]
+                workloads[wl.name] = wl
+            cid = row.get("compute")
+            if cid and cid in computes:
+                wl.compute = computes[cid]
+                wl.job_computes = []
+                wl.reasons.append(f"config: workloads table pins compute {cid}")
     # 3. unambiguous repo-level pairing
+    _pair_accelerate(workloads, repo)
+    ambiguities = _pair_compute(workloads, computes)
+    # serving targets that run no script of the repository (a vLLM image) are workloads of their own
+    claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    for cid, c in computes.items():
+        if cid in claimed or c.role() != "serving" or not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)):
+            continue
+        if not _runs_a_server(c):
+            continue  # a node pool named for inference is capacity, judged as such, not a workload
+        if scope.outside(c.path):
+            continue
+        wl = Workload(name=cid, entrypoint=c.path, compute=c)
+        wl.reasons.append(f"serving: {cid} serves a model with no script of this repository")
+        wl.launchers = [f for f in c.facts if f.kind == "launch"]
+        wl.env = [f for f in c.facts if f.kind == "env"]
+        wl.facts = [f for f in repo.facts.get(c.path, []) if f.target == c.target and f.kind.startswith(("model.", "precision", "serves", "quantized_load"))]
+        workloads[wl.name] = wl
+    for wl in workloads.values():
+        if wl.compute is None and not any("compute: ambiguous" in u for u in wl.unknown):
+            wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
+        if not wl.launchers and wl.code_files:
+            wl.unknown.append("launcher: nothing in the repository starts this script")
+    return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities)
+
+
+def _runs_a_server(c: Compute) -> bool:
+    """A serving target that runs something itself: a container or task with a command, a Kubernetes
+    pod object, a SageMaker endpoint (not a node pool or a VM that is merely named for inference)."""
+    if any(f.kind == "launch" for f in c.facts):
+        return True
+    v = c.value("compute.target") or {}
+    resource = str(v.get("resource") or "")
+    if v.get("source") == "kubernetes":
+        return not resource.startswith(("NodePool/", "Provisioner/"))
+    return v.get("source") in ("sagemaker", "vertex", "azureml") or "sagemaker_endpoint" in resource
+
+
+def _pair_accelerate(workloads: dict[str, Workload], repo: Repo) -> None:
     accel = [p for p in sorted(repo.facts) if any(f.kind == "config.accelerate" for f in repo.facts[p])]
     for wl in workloads.values():
         uses_accel = any(f.kind == "precision" and f.value.get("mechanism") == "accelerate" for f in wl.facts) or any(
@@ -320,30 +493,60 @@ def link(repo: Repo, table: list[dict] | None = None) -> list[Workload]:
             explicit = [l for l in wl.launchers if l.value.get("config_file")]
             if not explicit and len(accel) == 1:
                 _attach_config(wl, accel[0], repo, f"repo: {accel[0]} is the only accelerate config")
-    claimed = {wl.compute.id for wl in workloads.values() if wl.compute}
-    # a launch template started by an autoscaling group is that group's compute, not a target of its own
-    templates = _templates_in_use(computes)
-    free_compute = [c for cid, c in computes.items()
-                    if cid not in claimed and cid not in templates and _is_standalone(c) and c.role() not in ("serving", "notebook")
-                    and (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined))]
-    no_compute = [wl for wl in workloads.values() if wl.compute is None and wl.trains]
-    if len(free_compute) == 1 and len(no_compute) == 1:
-        wl = no_compute[0]
-        wl.compute = free_compute[0]
-        wl.reasons.append(f"repo: {free_compute[0].id} is the only GPU compute target and {wl.entrypoint} the only training workload without one")
-    elif free_compute and no_compute:
-        for wl in no_compute:
-            wl.unknown.append(
-                f"compute: ambiguous: {len(free_compute)} GPU compute targets ({', '.join(c.id for c in free_compute[:4])}) and "
-                f"{len(no_compute)} training workloads without one. Pin it in pyproject.toml:\n"
-                f"    [[tool.gpulint.workloads]]\n    entrypoint = \"{wl.entrypoint}\"\n    compute = \"<one of the targets above>\""
-            )
-    for wl in workloads.values():
-        if wl.compute is None and not any("compute: ambiguous" in u for u in wl.unknown):
-            wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
-        if not wl.launchers:
-            wl.unknown.append("launcher: nothing in the repository starts this script")
-    return [workloads[k] for k in sorted(workloads)]
+
+
+def _pair_compute(workloads: dict[str, Workload], computes: dict[str, Compute]) -> list[Ambiguity]:
+    """One GPU compute target left and one training workload without compute: they go together.
+    Among several workloads, the only one a launcher starts is preferred (the others are run by
+    hand, if at all). Anything else is an ambiguity, recorded with its candidates."""
+    claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    templates = _templates_in_use(computes)  # a launch template an ASG starts is that group's compute
+    free = [c for cid, c in computes.items()
+            if cid not in claimed and cid not in templates and _is_standalone(c) and c.role() not in ("serving", "notebook")
+            and (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined))]
+    waiting = [wl for wl in workloads.values() if wl.compute is None and wl.trains]
+    if not free or not waiting:
+        return []
+    launched = [wl for wl in waiting if wl.launchers]
+    if len(free) == 1 and (len(waiting) == 1 or len(launched) == 1):
+        wl = waiting[0] if len(waiting) == 1 else launched[0]
+        wl.compute = free[0]
+        why = "the only training workload without one" if len(waiting) == 1 else \
+            f"the only training workload a launcher starts ({len(waiting) - 1} other(s) are started by nothing in the repository)"
+        wl.reasons.append(f"repo: {free[0].id} is the only GPU compute target and {wl.entrypoint} {why}")
+        return []
+    names = tuple(wl.entrypoint for wl in waiting)
+    for wl in waiting:
+        wl.unknown.append(
+            f"compute: ambiguous: {len(free)} GPU compute targets ({', '.join(c.id for c in free[:4])}) and "
+            f"{len(waiting)} training workloads without one. Pin it in pyproject.toml:\n"
+            f"    [[tool.gpulint.workloads]]\n    entrypoint = \"{wl.entrypoint}\"\n    compute = \"<one of the targets above>\""
+        )
+    return [Ambiguity(c.loc, c.id, names, names) for c in free]
+
+
+def _attach_launcher(wl: Workload, use: _Use, repo: Repo, computes: dict[str, Compute]) -> None:
+    fact = use.fact
+    wl.launchers.append(fact)
+    chain = "".join(f"{v}; " for v in use.via)
+    wl.reasons.append(f"launcher: {chain}{fact.loc.short()} runs {wl.entrypoint}")
+    if use.holder:
+        c = computes[use.holder]
+        if wl.compute is None:
+            wl.compute = c
+            how = "runs the launcher chain" if use.via else "holds the launcher" if fact.target else "(#SBATCH) runs the launcher"
+            wl.reasons.append(f"compute: {c.id} {how}")
+        elif c.id != wl.compute.id and all(c.id != j.id for j in wl.job_computes):
+            wl.job_computes.append(c)
+    # environment set in the launcher's file (or its container / task), and in the outer launchers'
+    for lpath, target in use.env_files + ((use.path, fact.target),):
+        for f in repo.facts.get(lpath, []):
+            if f.kind == "env" and (not f.target or f.target == target) and f not in wl.env:
+                wl.env.append(f)
+    for key in ("config_file", "deepspeed_config"):
+        cfg = fact.value.get(key)
+        if cfg:
+            _attach_config(wl, _resolve_config(cfg, use.path, repo), repo, f"launcher: {fact.loc.short()} passes {key} {cfg}")
 
 
 def _template_ids(c: Compute, computes: dict[str, Compute]) -> list[str]:
@@ -367,28 +570,6 @@ def _templates_in_use(computes: dict[str, Compute]) -> set[str]:
 def _is_standalone(c: Compute) -> bool:
     """Compute not already tied to a launcher of its own (Terraform, node pools)."""
     return not any(f.kind == "launch" for f in c.facts)
-
-
-def _attach_launcher(wl: Workload, fact: Fact, lpath: str, repo: Repo, computes: dict[str, Compute]) -> None:
-    v = fact.value
-    if fact.target:
-        cid = f"{lpath}#{fact.target}"
-        if cid in computes and wl.compute is None:
-            wl.compute = computes[cid]
-            wl.reasons.append(f"compute: {cid} holds the launcher")
-    else:
-        slurm = [c for cid, c in computes.items() if c.path == lpath]
-        if len(slurm) == 1 and wl.compute is None:
-            wl.compute = slurm[0]
-            wl.reasons.append(f"compute: {slurm[0].id} (#SBATCH) runs the launcher")
-    # environment set in the launcher's file (or its container / task)
-    for f in repo.facts.get(lpath, []):
-        if f.kind == "env" and (not f.target or f.target == fact.target):
-            wl.env.append(f)
-    for key in ("config_file", "deepspeed_config"):
-        cfg = v.get(key)
-        if cfg:
-            _attach_config(wl, _resolve_config(cfg, lpath, repo), repo, f"launcher: {fact.loc.short()} passes {key} {cfg}")
 
 
 def _attach_config(wl: Workload, path: str | None, repo: Repo, reason: str) -> None:

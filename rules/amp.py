@@ -4,11 +4,10 @@ from __future__ import annotations
 from gpulint.cost import avoidable, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Related, Severity
-from gpulint.precision import precision_view
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from ._common import compute_related, gpu_phrase, trains_on_gpu
+from gpulint.rulekit import compute_of, compute_related, gpu_phrase, trains_on_gpu
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 
@@ -195,7 +194,7 @@ Trainer(model=model, args=args).train()
         trains = trains_on_gpu(wl)
         if trains is None or wl.code_facts("inference") and not wl.code_facts("trains"):
             return
-        view = precision_view(wl)
+        view = wl.resolution.precision.view
         if not view.decided_off:
             return
         explicit = sorted(view.off, key=lambda f: f.loc)
@@ -225,8 +224,8 @@ def _what(trains) -> str:
 
 
 def _guidance(wl: Workload) -> str:
-    c = wl.resolved.get("compute") or {}
-    fp16_only = c.get("bf16_supported") is False
+    c = compute_of(wl)
+    fp16_only = c is not None and c.bf16_supported is False
     dtype = "fp16 (with a GradScaler: this GPU has no bf16)" if fp16_only else "bf16"
     mech = {f.value.get("mechanism") for f in wl.of("precision")}
     if "accelerate" in mech or "accelerate_config" in mech:
@@ -386,16 +385,16 @@ class Fp16OnBf16CapableGpu(Rule):
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        c = wl.resolved.get("compute") or {}
-        if c.get("bf16_supported") is not True or trains_on_gpu(wl) is None:
+        c = compute_of(wl)
+        if c is None or c.bf16_supported is not True or trains_on_gpu(wl) is None:
             return
-        view = precision_view(wl)
+        view = wl.resolution.precision.view
         if not view.on or view.dtypes != {"fp16"}:
             return
         at = sorted(view.on, key=lambda p: p[0].loc)[0][0]
-        yield self.finding(at.loc, f"fp16 mixed precision on {c.get('gpu_model')} ({c.get('instance')}), which runs bf16 at the same speed without loss scaling",
+        yield self.finding(at.loc, f"fp16 mixed precision on {c.gpu_model} ({c.instance_name}), which runs bf16 at the same speed without loss scaling",
                            symbol=f"{wl.entrypoint}:fp16", workload=wl.name, related=compute_related(wl),
-                           cost=unpriced(f"No hourly figure: bf16 and fp16 run at the same Tensor-Core rate on {c.get('gpu_model')}."))
+                           cost=unpriced(f"No hourly figure: bf16 and fp16 run at the same Tensor-Core rate on {c.gpu_model}."))
 
 
 class Bf16OnUnsupportedGpu(Rule):
@@ -437,15 +436,15 @@ class Bf16OnUnsupportedGpu(Rule):
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        c = wl.resolved.get("compute") or {}
-        if c.get("bf16_supported") is not False or not wl.trains:
+        c = compute_of(wl)
+        if c is None or c.bf16_supported is not False or not wl.trains:
             return
-        view = precision_view(wl)
+        view = wl.resolution.precision.view
         for f, dtype in sorted(view.on, key=lambda p: p[0].loc):
             if dtype == "bf16":
-                yield self.finding(f.loc, f"bf16 requested on {c.get('instance')} ({c.get('gpu_model')}), which has no bf16 Tensor Cores",
+                yield self.finding(f.loc, f"bf16 requested on {c.instance_name} ({c.gpu_model}), which has no bf16 Tensor Cores",
                                    symbol=f"{wl.entrypoint}:bf16", workload=wl.name, related=compute_related(wl),
-                                   cost=unpriced(f"No hourly figure: on {c.get('instance')} the run fails at start or runs on slow non-Tensor-Core paths."))
+                                   cost=unpriced(f"No hourly figure: on {c.instance_name} the run fails at start or runs on slow non-Tensor-Core paths."))
                 return
 
 
@@ -488,18 +487,18 @@ class Tf32NotEnabled(Rule):
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        c = wl.resolved.get("compute") or {}
-        if c.get("architecture") not in _AMPERE_PLUS:
+        c = compute_of(wl)
+        if c is None or c.architecture not in _AMPERE_PLUS:
             return
         trains = trains_on_gpu(wl)
         if trains is None or trains.value.get("via") == "keras":
             return
-        if (wl.resolved.get("precision") or {}).get("mixed") is not False:
+        if wl.resolution.precision.mixed is not False:
             return
         tf32 = [f for f in wl.of("tf32") if f.value.get("what", "matmul") == "matmul" or f.key == "tf32"]
         if any(f.value.get("enabled") is not False for f in tf32):
             return  # enabled, or set to a value gpulint cannot decide
-        yield self.finding(trains.loc, f"fp32 matmuls on {c.get('gpu_model')} run without TF32 Tensor Cores (matmul TF32 is off by default since PyTorch 1.12)",
+        yield self.finding(trains.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores (matmul TF32 is off by default since PyTorch 1.12)",
                            symbol=f"{wl.entrypoint}:tf32", workload=wl.name, related=compute_related(wl),
                            cost=unpriced("Not added to the total: it overlaps AMP001's saving on the same fp32 matmuls."))
 

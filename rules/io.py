@@ -8,7 +8,7 @@ from gpulint.precision import resolve_cli
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from ._common import trains_on_gpu
+from gpulint.rulekit import trains_on_gpu
 
 
 def _loaders(wl: Workload):

@@ -7,7 +7,7 @@ from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from ._common import on_gpu
+from gpulint.rulekit import on_gpu
 
 
 class GlooBackendOnGpu(Rule):
@@ -145,7 +145,7 @@ for x in loader:
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if not wl.trains:
+        if not wl.trains or not on_gpu(wl):
             return
         for f in wl.code_facts("dataparallel"):
             yield self.finding(f.loc, "torch.nn.DataParallel drives all GPUs from one process through GPU 0; use DistributedDataParallel",

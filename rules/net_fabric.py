@@ -1,6 +1,6 @@
 """NET001-NET004: the inter-node fabric (EFA, InfiniBand, GPUDirect-TCPX), the
 NCCL/libfabric environment and the all-reduce estimate, checked against the
-instance the workload really runs on (``wl.resolved["compute"]``)."""
+instance the workload really runs on (``wl.resolution.compute`` and the other targets of its job)."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -8,11 +8,11 @@ from typing import Iterable
 from gpulint.cost import price_basis, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import CostImpact, Fact, Location, Severity
-from gpulint.resolve import resolve_compute
 from gpulint.rule import Example, Expect, Rule
-from gpulint.workloads import Compute, Workload, compute_targets
+from gpulint.resolution import ResolvedCompute
+from gpulint.workloads import Workload
 
-from ._common import compute_related, on_gpu
+from gpulint.rulekit import compute_of, compute_related, on_gpu
 
 RDMA_FABRICS = ("efa", "infiniband", "gpudirect-tcpx", "gpudirect-tcpxo", "gpudirect-rdma-roce")
 _FABRIC_NAME = {"efa": "EFA", "infiniband": "InfiniBand", "gpudirect-tcpx": "GPUDirect-TCPX",
@@ -20,12 +20,9 @@ _FABRIC_NAME = {"efa": "EFA", "infiniband": "InfiniBand", "gpudirect-tcpx": "GPU
 
 
 # -- shared helpers ---------------------------------------------------------------------------
-def _hw(wl: Workload) -> dict:
-    return wl.resolved.get("compute") or {}
-
-
 def _nodes(wl: Workload) -> int | None:
-    n = _hw(wl).get("nodes")
+    c = compute_of(wl)
+    n = c.nodes if c is not None else None
     return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
@@ -57,42 +54,12 @@ def _int_value(v) -> int | None:
     return None
 
 
-def _computes(ctx) -> list[Compute]:
-    cached = getattr(ctx, "_computes", None)  # resolve.py caches the same list on the context
-    return list(cached) if cached is not None else list(compute_targets(ctx.repo).values())
-
-
-def _workload_computes(wl: Workload, ctx) -> list[tuple[Compute, dict]]:
-    """The workload's compute plus every other target that holds one of its launchers
-    (a PyTorchJob's Worker next to its Master), each with its resolved facts."""
-    out: list[tuple[Compute, dict]] = []
-    if wl.compute is not None:
-        out.append((wl.compute, _hw(wl)))
-    by_id = {c.id: c for c in _computes(ctx)}
-    for l in wl.launchers:
-        if not l.target:
-            continue
-        c = by_id.get(f"{l.loc.path}#{l.target}")
-        if c is not None and all(c.id != o.id for o, _ in out):
-            out.append((c, resolve_compute(c, ctx)))
-    return out
-
-
-def _fact_at(short: str | None, compute: Compute, ctx, kind: str) -> Fact | None:
-    """The fact of ``kind`` that resolve recorded as ``path:line`` (it may sit in a launch template)."""
-    for c in [compute] + _computes(ctx):
-        for f in c.facts:
-            if f.kind == kind and (short is None or f.loc.short() == short):
-                return f
-    return None
-
-
 def _job_cost(wl: Workload, what: str) -> CostImpact:
     """No avoidable figure, but the hourly price the slowdown applies to, with its basis."""
-    c = _hw(wl)
-    if c.get("usd_per_hour"):
-        return CostImpact(None, f"{price_basis(wl)} = ${c['usd_per_hour']:.2f}/h for the job; {what}", "low")
-    return unpriced(f"No price attached: {c.get('why_no_price') or 'the instance is not known'}. {what}")
+    c = compute_of(wl)
+    if c is not None and c.usd_per_hour:
+        return CostImpact(None, f"{price_basis(wl)} = ${c.usd_per_hour:.2f}/h for the job; {what}", "low")
+    return unpriced(f"No price attached: {(c.why_no_price if c is not None else None) or 'the instance is not known'}. {what}")
 
 
 # -- NET001 -----------------------------------------------------------------------------------
@@ -222,43 +189,42 @@ class RdmaNotEnabled(Rule):
         nodes = _nodes(wl)
         if nodes is None or nodes < 2:
             return
-        for compute, hw in _workload_computes(wl, ctx):
-            rdma = hw.get("rdma")
-            if rdma not in RDMA_FABRICS or not hw.get("instance"):
+        for hw in wl.resolution.job_computes:
+            rdma = hw.rdma
+            if rdma not in RDMA_FABRICS or hw.instance is None:
                 continue
             if rdma == "efa":
-                yield from self._efa(wl, ctx, compute, hw, nodes)
+                yield from self._efa(wl, hw, hw, nodes)
             elif rdma in ("gpudirect-tcpx", "gpudirect-tcpxo"):
-                yield from self._tcpx(wl, ctx, compute, hw, nodes, rdma)
+                yield from self._tcpx(wl, ctx, hw, hw, nodes, rdma)
 
-    def _efa(self, wl, ctx, compute: Compute, hw: dict, nodes: int) -> Iterable:
-        req = hw.get("efa_requested")
-        want = hw.get("efa_interfaces")
+    def _efa(self, wl, compute: ResolvedCompute, hw: ResolvedCompute, nodes: int) -> Iterable:
+        req = hw.efa_requested
+        want = hw.efa_interfaces
         if not isinstance(req, int) or isinstance(req, bool):
             return  # not stated, or computed at run time
-        f = _fact_at(hw.get("efa_fact"), compute, ctx, "compute.efa")
-        loc = f.loc if f is not None else compute.loc
-        src = hw.get("source") or ""
+        loc = hw.efa_loc or compute.loc
+        src = hw.source or ""
         role = compute.target.rsplit("/", 1)[-1] if src == "kubernetes" else compute.target
         what = (f"{role} requests nvidia.com/gpu but no vpc.amazonaws.com/efa" if src == "kubernetes"
                 else f"{compute.target} attaches no network interface with interface_type = \"efa\"")
-        inst = hw["instance"]
+        inst = hw.instance_name
         related = compute_related(wl)
         if req == 0:
             yield self.finding(
-                loc, f"{what}: {nodes} nodes of {inst} ({want or 'its'} EFA devices, {hw.get('network_gbps')} Gbps) "
+                loc, f"{what}: {nodes} nodes of {inst} ({want or 'its'} EFA devices, {hw.network_gbps} Gbps) "
                      f"would all-reduce over TCP instead of EFA",
                 symbol=f"{compute.target}:efa", workload=wl.name, related=related,
                 cost=_job_cost(wl, "NCCL over TCP instead of EFA slows every all-reduce; the slowdown is not estimated."))
         elif isinstance(want, int) and 0 < req < want:
             yield self.finding(
                 loc, f"{role} requests {req} of the {want} EFA devices of {inst}: {nodes}-node all-reduce gets about "
-                     f"{req}/{want} of the {hw.get('network_gbps')} Gbps fabric",
+                     f"{req}/{want} of the {hw.network_gbps} Gbps fabric",
                 symbol=f"{compute.target}:efa-partial", workload=wl.name, related=related, severity=Severity.WARNING,
                 cost=_job_cost(wl, f"only {req} of {want} EFA devices carry inter-node traffic; the slowdown is not estimated."))
 
-    def _tcpx(self, wl, ctx, compute: Compute, hw: dict, nodes: int, rdma: str) -> Iterable:
-        if hw.get("source") != "kubernetes" or hw.get("assumed"):
+    def _tcpx(self, wl, ctx, compute: ResolvedCompute, hw: ResolvedCompute, nodes: int, rdma: str) -> Iterable:
+        if hw.source != "kubernetes" or hw.assumed:
             return  # VM images may configure TCPX themselves; a guessed instance proves nothing
         markers = ("GPUDIRECTTCPX", "FASTRAK", "TCPX")
         for f in ctx.repo.all("env"):
@@ -272,10 +238,10 @@ class RdmaNotEnabled(Rule):
         loc = it.loc if it is not None else compute.loc
         fab = _FABRIC_NAME[rdma]
         yield self.finding(
-            loc, f"{nodes} nodes of {hw['instance']} run without {fab}: no NCCL_GPUDIRECTTCPX_*/NCCL_FASTRAK_* setting "
+            loc, f"{nodes} nodes of {hw.instance_name} run without {fab}: no NCCL_GPUDIRECTTCPX_*/NCCL_FASTRAK_* setting "
                  f"or TCPX plugin path anywhere in the repository, so NCCL uses one host NIC over TCP",
             symbol=f"{compute.target}:{rdma}", workload=wl.name, related=compute_related(wl),
-            cost=_job_cost(wl, f"NCCL without {fab} uses a fraction of the {hw.get('network_gbps')} Gbps; the slowdown is not estimated."))
+            cost=_job_cost(wl, f"NCCL without {fab} uses a fraction of the {hw.network_gbps} Gbps; the slowdown is not estimated."))
 
 
 # -- NET002 -----------------------------------------------------------------------------------
@@ -357,13 +323,13 @@ torchrun --nproc_per_node 2 train.py
     def check_workload(self, wl: Workload, ctx):
         if not on_gpu(wl):
             return
-        hw = _hw(wl)
-        if not hw.get("instance"):
+        hw = compute_of(wl)
+        if hw is None or hw.instance is None:
             return
         nodes = _nodes(wl)
         multi = nodes is not None and nodes > 1
-        inter, rdma, inst = hw.get("interconnect"), hw.get("rdma"), hw["instance"]
-        gpus = hw.get("gpus_per_node") or hw.get("gpu_count") or 0
+        inter, rdma, inst = hw.interconnect, hw.rdma, hw.instance_name
+        gpus = hw.gpus_per_node or hw.gpu_count or 0
         for f in _env_facts(wl):
             name, raw = f.value["name"], f.value.get("value")
             if raw is None:
@@ -477,10 +443,10 @@ run: |
     def check_workload(self, wl: Workload, ctx):
         if not on_gpu(wl):
             return
-        hw = _hw(wl)
-        rdma = hw.get("rdma")
+        hw = compute_of(wl)
+        rdma = hw.rdma if hw is not None else None
         nodes = _nodes(wl)
-        if rdma not in ("gpudirect-tcpx", "gpudirect-tcpxo") or not hw.get("instance") or not nodes or nodes < 2:
+        if rdma not in ("gpudirect-tcpx", "gpudirect-tcpxo") or hw.instance is None or not nodes or nodes < 2:
             return
         env = _env_facts(wl)
         names = {f.value["name"] for f in env}
@@ -493,7 +459,7 @@ run: |
             return
         f = evidence[0]
         yield self.finding(
-            f.loc, f"{_FABRIC_NAME[rdma]} is configured ({f.value['name']}) on {nodes} nodes of {hw['instance']} "
+            f.loc, f"{_FABRIC_NAME[rdma]} is configured ({f.value['name']}) on {nodes} nodes of {hw.instance_name} "
                    f"but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
             symbol=f"{rdma}:{','.join(missing)}", workload=wl.name, related=compute_related(wl),
             cost=_job_cost(wl, "a plugin that cannot find its NICs falls back to TCP; the slowdown is not estimated."))
@@ -621,11 +587,13 @@ run: |
             return
         if wl.of("peft"):
             return  # only adapter gradients cross the network
-        hw, model = _hw(wl), wl.resolved.get("model") or {}
-        nodes, gbps, params = _nodes(wl), hw.get("network_gbps"), model.get("params")
-        gpn = hw.get("gpus_per_node") or hw.get("gpu_count")
-        if gpn and hw.get("gpu_count"):
-            gpn = min(gpn, hw["gpu_count"])  # a request beyond the instance's GPUs never schedules
+        hw, model = compute_of(wl), wl.resolution.model
+        if hw is None or model is None:
+            return
+        nodes, gbps, params = _nodes(wl), hw.network_gbps, model.params
+        gpn = hw.gpus_per_node or hw.gpu_count
+        if gpn and hw.gpu_count:
+            gpn = min(gpn, hw.gpu_count)  # a request beyond the instance's GPUs never schedules
         if not (nodes and nodes > 1 and isinstance(gbps, (int, float)) and gbps > 0 and isinstance(params, int) and gpn):
             return
         eta = float(self.opts.get("efficiency", 0.8))
@@ -640,19 +608,19 @@ run: |
             return
         anchor = (wl.code_facts("ddp") or wl.code_facts("sharding") or wl.code_facts("trains"))
         loc = anchor[0].loc if anchor else Location(wl.entrypoint)
-        name = model.get("name") or f"{params / 1e9:.1f}B-parameter model"
+        name = model.name or f"{params / 1e9:.1f}B-parameter model"
         msg = (f"gradient all-reduce of {name} ({params / 1e9:.1f}B params, {size / 1e9:.1f} GB at {per_param:g} B/param"
-               f"{', x1.5 for ZeRO-3/FSDP' if stage3 else ''}) across {n} GPUs on {nodes} x {hw['instance']} takes about "
+               f"{', x1.5 for ZeRO-3/FSDP' if stage3 else ''}) across {n} GPUs on {nodes} x {hw.instance_name} takes about "
                f"{seconds:.1f} s per step over {gbps:g} Gbps (eta {eta:g}; threshold {threshold:g} s)")
         c = hw
-        if c.get("usd_per_hour"):
-            per_k = seconds * 1000 / 3600 * c["usd_per_hour"]
+        if c.usd_per_hour:
+            per_k = seconds * 1000 / 3600 * c.usd_per_hour
             cost = CostImpact(None, f"{price_basis(wl)}; {why}; {seconds:.1f} s of all-reduce per step is "
                                     f"${per_k:,.2f} per 1000 steps if none of it overlaps with backward; "
                                     f"the step's compute time is unknown, so no hourly share is claimed.", "low")
         else:
-            cost = unpriced(f"No price attached: {c.get('why_no_price') or 'instance unknown'}. {why}; {seconds:.1f} s per step.")
-        yield self.finding(loc, msg, symbol=f"allreduce:{hw['instance']}:{nodes}", workload=wl.name,
+            cost = unpriced(f"No price attached: {c.why_no_price or 'instance unknown'}. {why}; {seconds:.1f} s per step.")
+        yield self.finding(loc, msg, symbol=f"allreduce:{hw.instance_name}:{nodes}", workload=wl.name,
                            related=compute_related(wl), cost=cost)
 
 

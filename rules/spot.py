@@ -1,6 +1,6 @@
 """SPOT: interruption resilience of training on spot / preemptible capacity.
 
-Capacity comes from ``wl.resolved["compute"]["capacity"]`` (Terraform AWS/GCP/Azure,
+Capacity comes from ``wl.resolution.compute.capacity`` (Terraform AWS/GCP/Azure,
 Kubernetes node selectors / tolerations / Karpenter, SkyPilot ``use_spot``,
 SageMaker ``use_spot_instances``); save and resume evidence from the
 ``checkpoint.save`` / ``checkpoint.resume`` facts of the code and its configs.
@@ -12,11 +12,11 @@ import posixpath
 from gpulint.cost import price_basis
 from gpulint.hookspecs import hookimpl
 from gpulint.model import CostImpact, Fact, Location, Severity
-from gpulint.resolve import resolve_compute
 from gpulint.rule import Example, Expect, Rule
-from gpulint.workloads import Compute, Workload, compute_targets
+from gpulint.resolution import ResolvedCompute
+from gpulint.workloads import Workload
 
-from ._common import compute_related, training_fact, trains_on_gpu
+from gpulint.rulekit import compute_of, compute_related, training_fact, trains_on_gpu
 
 # Instance-local or in-memory locations an interruption (a new VM) wipes (training-facts §5.1/§5.2).
 EPHEMERAL_PREFIXES = ("/tmp", "/dev/shm", "/local_disk", "/mnt/nvme", "/opt/dlami/nvme", "/mnt/resource")
@@ -24,45 +24,28 @@ SAGEMAKER_CKPT_DEFAULT = "/opt/ml/checkpoints"
 _EXAMPLE_HOURS = 10
 
 
-def _hw(wl: Workload) -> dict:
-    return wl.resolved.get("compute") or {}
-
-
 def on_spot(wl: Workload) -> bool:
-    return _hw(wl).get("capacity") == "spot"
+    c = compute_of(wl)
+    return c is not None and c.capacity == "spot"
 
 
-def _capacity_fact(compute: Compute | None) -> Fact | None:
-    if compute is None:
-        return None
-    for f in compute.facts:
-        if f.kind == "compute.capacity" and f.value == "spot":
-            return f
-    return None
-
-
-def lost_work_cost(hw: dict, what: str, ctx=None) -> CostImpact:
+def lost_work_cost(hw: ResolvedCompute | None, what: str, ctx=None) -> CostImpact:
     """The stated model: an interruption discards every hour since the last durable checkpoint
     (here: since the start). Interruption rates are not known, so no hourly figure is claimed;
     the basis prices the work at risk after a stated number of hours."""
-    if not hw.get("usd_per_hour"):
-        why = hw.get("why_no_price") or "the instance is not known"
+    if hw is None or not hw.usd_per_hour:
+        why = (hw.why_no_price if hw is not None else None) or "the instance is not known"
         return CostImpact(None, f"No price attached: {why}. {what}: an interruption discards every hour run so far.", "low")
-    per_hour = hw["usd_per_hour"]
+    per_hour = hw.usd_per_hour
     od = ""
-    if ctx is not None and hw.get("instance"):
-        inst = ctx.catalogue.resolve(hw["instance"])
-        p = ctx.catalogue.price(inst, "on-demand") if inst is not None else None
-        if p is not None and p.usd_per_hour:
-            od = f" (on-demand would be ${p.usd_per_hour * (hw.get('nodes') or 1):.2f}/h)"
-    basis = (f"{price_basis(_as_wl(hw))} = ${per_hour:.2f}/h{od}; {what}: an interruption discards every hour since "
+    if ctx is not None and hw.instance is not None:
+        p = ctx.catalogue.price(hw.instance, "on-demand")
+        if p.usd_per_hour:
+            od = f" (on-demand would be ${p.usd_per_hour * (hw.nodes or 1):.2f}/h)"
+    basis = (f"{price_basis(hw)} = ${per_hour:.2f}/h{od}; {what}: an interruption discards every hour since "
              f"the start, e.g. {_EXAMPLE_HOURS} h in that is {_EXAMPLE_HOURS} x ${per_hour:.2f} = ${_EXAMPLE_HOURS * per_hour:,.2f} "
              f"of compute to run again; how often interruptions come is not known, so no hourly figure is claimed.")
     return CostImpact(None, basis, "low")
-
-
-def _as_wl(hw: dict) -> Workload:
-    return Workload(name="", entrypoint="", resolved={"compute": hw})
 
 
 def _anchor(wl: Workload) -> Location:
@@ -178,11 +161,10 @@ trainer.train(resume_from_checkpoint=True)
             return
         if wl.of("checkpoint.save"):
             return
-        hw = _hw(wl)
-        cap = _capacity_fact(wl.compute)
-        where = f" ({cap.loc.short()})" if cap else ""
+        hw = compute_of(wl)
+        where = f" ({hw.capacity_loc.short()})" if hw.capacity_loc else ""
         yield self.finding(
-            _anchor(wl), f"training runs on spot capacity{where} on {hw.get('instance') or 'an unknown instance'} "
+            _anchor(wl), f"training runs on spot capacity{where} on {hw.instance_name or 'an unknown instance'} "
                          f"and never saves a checkpoint: each interruption restarts it from zero",
             symbol="spot:no-save", workload=wl.name, related=compute_related(wl),
             cost=lost_work_cost(hw, "no checkpoint is saved", ctx))
@@ -253,11 +235,11 @@ trainer.train()
         f = saves[0]
         via = f.value.get("via") if isinstance(f.value, dict) else "save"
         yield self.finding(
-            f.loc, f"checkpoints are saved ({via}) on spot capacity on {_hw(wl).get('instance') or 'an unknown instance'} "
+            f.loc, f"checkpoints are saved ({via}) on spot capacity on {compute_of(wl).instance_name or 'an unknown instance'} "
                    f"but never loaded: after an interruption training restarts from step 0 (no resume_from_checkpoint, "
                    f"ckpt_path, load_state or load_state_dict of a saved file)",
             symbol=f"spot:no-resume:{via}", workload=wl.name, related=compute_related(wl),
-            cost=lost_work_cost(_hw(wl), "checkpoints are never loaded", ctx))
+            cost=lost_work_cost(compute_of(wl), "checkpoints are never loaded", ctx))
 
 
 class ManagedSpotWithoutCheckpointSync(Rule):
@@ -341,33 +323,33 @@ est = PyTorch(
 
     def check_repo(self, workloads, ctx):
         by_compute = {wl.compute.id: wl for wl in workloads if wl.compute is not None}
-        for compute in sorted(compute_targets(ctx.repo).values(), key=lambda c: c.id):
+        for compute in sorted(ctx.computes.values(), key=lambda c: c.id):
             ck = compute.first("compute.checkpoint")
-            cap = _capacity_fact(compute)
+            cap = compute.capacity_loc if compute.capacity == "spot" else None
             if ck is None or cap is None or not isinstance(ck.value, dict) or ck.value.get("star_kwargs"):
                 continue
             wl = by_compute.get(compute.id)
-            hw = _hw(wl) if wl is not None else resolve_compute(compute, ctx)
+            hw = compute_of(wl) if wl is not None else compute
             it = compute.first("compute.instance_type")
             inst = it.value if it is not None and isinstance(it.value, str) else "the estimator"
             v = ck.value
             name = wl.name if wl is not None else None
             if not v.get("s3_uri_set"):
                 yield self.finding(
-                    cap.loc, f"SageMaker managed spot training on {inst} without checkpoint_s3_uri: checkpoints are not "
+                    cap, f"SageMaker managed spot training on {inst} without checkpoint_s3_uri: checkpoints are not "
                              f"synced to S3, so an interrupted job restarts from zero",
                     symbol=f"{compute.target}:checkpoint_s3_uri", workload=name,
                     cost=lost_work_cost(hw, "checkpoints are not synced to S3", ctx))
             mw, mr = v.get("max_wait"), v.get("max_run")
             if not v.get("max_wait_set"):
                 yield self.finding(
-                    cap.loc, f"SageMaker managed spot training on {inst} without max_wait: managed spot needs "
+                    cap, f"SageMaker managed spot training on {inst} without max_wait: managed spot needs "
                              f"max_wait (>= max_run), the time to wait for spot capacity plus run time",
                     symbol=f"{compute.target}:max_wait", workload=name,
                     cost=CostImpact(None, "No GPU spend attributed: the job is rejected or stops at the default limits.", "high"))
             elif isinstance(mw, int) and isinstance(mr, int) and not isinstance(mw, bool) and mw < mr:
                 yield self.finding(
-                    next((f.loc for f in [ck] if f.key == "max_wait"), cap.loc),
+                    next((f.loc for f in [ck] if f.key == "max_wait"), cap),
                     f"max_wait={mw} is below max_run={mr}: SageMaker requires max_wait >= max_run for managed spot training",
                     symbol=f"{compute.target}:max_wait<max_run", workload=name,
                     cost=CostImpact(None, "No GPU spend attributed: the submission is rejected.", "high"))
@@ -465,15 +447,15 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
         dirs = [f.value.get("dir") if isinstance(f.value, dict) else None for f in saves]
         if any(not isinstance(d, str) or not d or "$" in d or "{" in d for d in dirs):
             return  # a save whose place is not a literal may well be durable
-        source = _hw(wl).get("source")
-        verdicts = [_ephemeral(d, source, wl.compute) for d in dirs]
+        hw = compute_of(wl)
+        verdicts = [_ephemeral(d, hw.source, hw) for d in dirs]
         if any(v is None for v in verdicts):
             return
         f, why = saves[0], verdicts[0]
         yield self.finding(
             f.loc, f"on spot capacity, checkpoints go only to {dirs[0]!r}, {why}: an interruption loses them",
             symbol=f"spot:ephemeral:{dirs[0]}", workload=wl.name, related=compute_related(wl),
-            cost=lost_work_cost(_hw(wl), "checkpoints are lost with the instance", ctx))
+            cost=lost_work_cost(compute_of(wl), "checkpoints are lost with the instance", ctx))
 
 
 def _under(path: str, root: str) -> bool:
@@ -481,7 +463,7 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _ephemeral(d: str, source: str | None, compute: Compute | None) -> str | None:
+def _ephemeral(d: str, source: str | None, compute: ResolvedCompute | None) -> str | None:
     """Why ``d`` is wiped by an interruption, or None when it may be durable."""
     for p in EPHEMERAL_PREFIXES:
         if d == p or d.startswith(p.rstrip("/") + "/") or (p in ("/local_disk", "/mnt/nvme") and d.startswith(p)):

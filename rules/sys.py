@@ -2,6 +2,7 @@
 give them codes users can select, ignore and explain."""
 from __future__ import annotations
 
+from gpulint.families import looks_like_gpu_instance
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Location, Severity
 from gpulint.rule import Example, Expect, Rule
@@ -85,19 +86,80 @@ class UnknownInstanceType(Rule):
     ]
 
     def check_repo(self, workloads, ctx):
-        from gpulint.resolve import _all_computes, resolve_compute
-        from gpulint.workloads import looks_like_gpu_instance
-
-        for compute in _all_computes(ctx):
-            info = resolve_compute(compute, ctx)
-            for u in info.get("unknown_instance_types", []):
-                if not looks_like_gpu_instance(u["name"]):
-                    continue
+        for compute in ctx.computes.values():
+            for u in compute.unknown_instances:
+                if not looks_like_gpu_instance(u.name):
+                    continue  # CPU compute (m5, n2-standard ...) is known to be CPU, not unknown
                 yield self.finding(
-                    Location(u["path"], u["line"], 1),
-                    f"instance type {u['name']!r} ({compute.target}) is not in gpulint's catalogue; memory-fit and cost checks skip it",
-                    symbol=f"{compute.target}:{u['name']}",
+                    Location(u.loc.path, u.loc.line, 1),
+                    f"instance type {u.name!r} ({compute.target}) is not in gpulint's catalogue; memory-fit and cost checks skip it",
+                    symbol=f"{compute.target}:{u.name}",
                 )
+
+
+_TRAIN = """\
+import torch
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+"""
+_GPU_TF = 'resource "aws_instance" "trainer" {\n  ami = "ami-1"\n  instance_type = "g5.12xlarge"\n}\n'
+
+
+class WorkloadAmbiguous(Rule):
+    """A compute target could not be paired with one entry point, so cross-file checks skip it.
+
+    What it does:
+        When the repository has GPU compute that no launcher ties to a script, gpulint pairs the
+        one remaining GPU target with the one training script that has none (preferring the one
+        script a launcher starts). When several candidates remain on either side it does not
+        guess: it reports the target here, names the candidate entry points, and shows the
+        ``[[tool.gpulint.workloads]]`` row that settles it.
+    Why it costs money:
+        Without the pairing, every check that needs the instance (memory fit, fabric, spot
+        resilience, the dollar figures) is skipped for these scripts, silently but for this note.
+    How to fix:
+        Pin the pairing in pyproject.toml (or .gpulint.toml)::
+
+            [[tool.gpulint.workloads]]
+            entrypoint = "train.py"
+            compute = "infra/main.tf#aws_instance.trainer"
+
+        or make the launcher explicit (a script, job or task that runs the entry point).
+    Cost model:
+        None: it says which checks were not run.
+    """
+
+    code = "SYS005"
+    name = "workload-ambiguous"
+    severity = Severity.INFO
+    family = "SYS"
+    since = "0.2.0"
+    VALID = [
+        Example({"train.py": _TRAIN, "infra/main.tf": _GPU_TF}, title="one script, one GPU target: paired"),
+        Example({"a.py": _TRAIN, "b.py": _TRAIN, "infra/main.tf": _GPU_TF},
+                config='[[workloads]]\nentrypoint = "a.py"\ncompute = "infra/main.tf#aws_instance.trainer"\n',
+                title="pinned by the workloads table"),
+    ]
+    INVALID = [
+        Example({"a.py": _TRAIN, "b.py": _TRAIN, "infra/main.tf": _GPU_TF},
+                expect=[Expect("infra/main.tf", 1, ("aws_instance.trainer", "a.py", "b.py", "[[tool.gpulint.workloads]]"))],
+                title="two training scripts, one GPU target"),
+    ]
+
+    def check_repo(self, workloads, ctx):
+        for amb in ctx.ambiguities:
+            cands = ", ".join(amb.candidates[:6]) + (f" and {len(amb.candidates) - 6} more" if len(amb.candidates) > 6 else "")
+            yield self.finding(
+                amb.loc,
+                f"{amb.subject} could not be paired with one entry point ({cands}): memory, network, spot and cost checks "
+                f"skip them; pin it with [[tool.gpulint.workloads]] entrypoint = \"{amb.candidates[0]}\" compute = \"{amb.subject}\"",
+                symbol=f"ambiguous:{amb.subject}",
+            )
 
 
 class UnusedSuppression(Rule):
@@ -145,4 +207,4 @@ x = 1  # gpulint: ignore[NET006]
 
 @hookimpl
 def gpulint_rules():
-    return [ParseError, RuleError, UnknownInstanceType, UnusedSuppression]
+    return [ParseError, RuleError, UnknownInstanceType, UnusedSuppression, WorkloadAmbiguous]

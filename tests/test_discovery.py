@@ -112,8 +112,8 @@ def test_exclude_globs_apply_on_top(tmp_path):
     write(tmp_path, ".gpulint.toml", 'exclude = ["charts/**", "**/fixtures/*.yaml"]\n')
     write(tmp_path, "charts/trainer/templates/job.yaml", "spec: {{ .Values.x }\n")
     write(tmp_path, "tests/fixtures/bad.yaml", BROKEN_YAML)
-    write(tmp_path, "tests/other.yaml", BROKEN_YAML)
-    assert sys001_paths(scan(tmp_path)) == {"tests/other.yaml"}
+    write(tmp_path, "conf/other.yaml", BROKEN_YAML)
+    assert sys001_paths(scan(tmp_path)) == {"conf/other.yaml"}
 
 
 # -- classification ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 
 from gpulint.catalogue import Catalogue
 from gpulint.model import Fact, Location
-from gpulint.resolve import tf_value
+from gpulint.tfvalues import TerraformValues
 from gpulint.testing import scan_tree, write_tree
 from gpulint.workloads import Compute, Repo, link, looks_like_gpu_instance
 
@@ -86,7 +86,7 @@ def test_launcher_compute_beats_repo_pairing(tmp_path):
     assert wl.compute.id == "sky.yaml#run"
     assert "compute: sky.yaml#run holds the launcher" in wl.reasons
     assert not any(r.startswith("repo:") for r in wl.reasons)  # the Terraform p4d is not paired over it
-    assert wl.resolved["compute"]["gpu_model"].startswith("A10G")
+    assert wl.resolution.compute.to_json()["gpu_model"].startswith("A10G")
 
 
 def test_repo_pairing_only_for_the_workload_left_without_compute(tmp_path):
@@ -138,7 +138,7 @@ def test_table_pins_compute_among_several(tmp_path):
     wl = wls["train.py"]
     assert wl.compute.id == "infra/main.tf#aws_instance.small"
     assert wl.reasons == ["config: workloads table pins compute infra/main.tf#aws_instance.small"]
-    assert wl.resolved["compute"]["instance"] == "g5.xlarge"
+    assert wl.resolution.compute.to_json()["instance"] == "g5.xlarge"
     assert not any(u.startswith("compute:") for u in wl.unknown)
 
 
@@ -156,7 +156,7 @@ def test_table_pins_instance_capacity_nodes_and_model(tmp_path):
     _, wls = scan(tmp_path, {"train.py": TRAIN}, cfg)
     wl = wls["train.py"]
     assert wl.name == "llama-sft"
-    c = wl.resolved["compute"]
+    c = wl.resolution.compute.to_json()
     assert (c["instance"], c["capacity"], c["nodes"], c["gpus_per_node"]) == ("p5.48xlarge", "spot", 2, 8)
     assert c["instance_fact"] == "[tool.gpulint] workloads table"
     assert wl.reasons == ["config: workloads table pins instance p5.48xlarge"]
@@ -164,14 +164,14 @@ def test_table_pins_instance_capacity_nodes_and_model(tmp_path):
     assert c["unit_usd_per_hour"] == pytest.approx(unit_price("p5.48xlarge", "spot"))
     assert c["usd_per_hour"] == pytest.approx(round(unit_price("p5.48xlarge", "spot") * 2, 4))
     assert c["region"] and c["as_of"]
-    m = wl.resolved["model"]
+    m = wl.resolution.model.to_json()
     assert m["name"] == "meta-llama/Llama-2-70b-hf" and m["params"] == 68_976_648_192
 
 
 def test_table_pins_params(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\nmodel = "acme/secret-model"\nparams = 3.5e9\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN}, cfg)
-    assert wls["train.py"].resolved["model"] == {"params": 3_500_000_000, "evidence": "[tool.gpulint] workloads table params",
+    assert wls["train.py"].resolution.model.to_json() == {"params": 3_500_000_000, "evidence": "[tool.gpulint] workloads table params",
                                                  "name": "acme/secret-model"}
 
 
@@ -180,7 +180,7 @@ def test_table_makes_a_workload_of_a_script_that_does_not_train(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "serve.py"\ninstance = "g5.xlarge"\n'
     _, wls = scan(tmp_path, {"serve.py": serve}, cfg)
     assert list(wls) == ["serve.py"]
-    assert wls["serve.py"].resolved["compute"]["instance"] == "g5.xlarge"
+    assert wls["serve.py"].resolution.compute.to_json()["instance"] == "g5.xlarge"
 
 
 def test_table_row_for_a_missing_file_is_ignored(tmp_path):
@@ -192,7 +192,7 @@ def test_table_row_for_a_missing_file_is_ignored(tmp_path):
 def test_table_nodes_and_capacity_reprice_linked_compute(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\nnodes = 4\ncapacity = "spot"\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN, "infra/main.tf": P4D}, cfg)
-    c = wls["train.py"].resolved["compute"]
+    c = wls["train.py"].resolution.compute.to_json()
     assert (c["nodes"], c["capacity"]) == (4, "spot")
     assert c["unit_usd_per_hour"] == pytest.approx(unit_price("p4d.24xlarge", "spot"))
     assert c["usd_per_hour"] == pytest.approx(round(unit_price("p4d.24xlarge", "spot") * 4, 4))
@@ -201,7 +201,7 @@ def test_table_nodes_and_capacity_reprice_linked_compute(tmp_path):
 def test_table_capacity_pin_cites_the_table(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\ncapacity = "spot"\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN, "infra/main.tf": P4D}, cfg)
-    c = wls["train.py"].resolved["compute"]
+    c = wls["train.py"].resolution.compute.to_json()
     assert c["capacity"] == "spot"
     assert c["capacity_fact"] == "[tool.gpulint] workloads table"
 
@@ -211,13 +211,13 @@ def test_table_instance_pin_is_a_link_not_an_unknown(tmp_path):
     wl = wls["train.py"]
     assert not any(u.startswith("compute:") for u in wl.unknown)
     assert wl.reasons == ["config: workloads table pins instance g5.xlarge"]
-    assert wl.resolved["compute"]["instance_fact"] == "[tool.gpulint] workloads table"
+    assert wl.resolution.compute.to_json()["instance_fact"] == "[tool.gpulint] workloads table"
 
 
 def test_table_model_evidence_cites_the_config(tmp_path):
     cfg = '[[workloads]]\nentrypoint = "train.py"\nmodel = "meta-llama/Llama-2-70b-hf"\n'
     _, wls = scan(tmp_path, {"train.py": TRAIN}, cfg)
-    evidence = wls["train.py"].resolved["model"]["evidence"]
+    evidence = wls["train.py"].resolution.model.to_json()["evidence"]
     assert "train.py:" not in evidence
     assert evidence.endswith(" ([tool.gpulint] workloads table model)")
 
@@ -228,7 +228,7 @@ def test_only_accelerate_config_is_paired(tmp_path):
     wl = wls["train.py"]
     assert wl.configs == ["configs/accelerate.yaml"]
     assert "config: configs/accelerate.yaml (repo: configs/accelerate.yaml is the only accelerate config)" in wl.reasons
-    assert wl.resolved["precision"]["mixed"] is True and wl.resolved["precision"]["dtypes"] == ["bf16"]
+    assert wl.resolution.precision.to_json()["mixed"] is True and wl.resolution.precision.to_json()["dtypes"] == ["bf16"]
 
 
 def test_two_accelerate_configs_are_not_guessed(tmp_path):
@@ -236,7 +236,7 @@ def test_two_accelerate_configs_are_not_guessed(tmp_path):
                              "configs/b.yaml": ACCEL_CFG.format(mp="'no'")})
     wl = wls["train.py"]
     assert wl.configs == []
-    assert wl.resolved["precision"]["mixed"] is None  # undecided, not guessed
+    assert wl.resolution.precision.to_json()["mixed"] is None  # undecided, not guessed
 
 
 def test_launcher_config_file_beats_the_only_config_rule(tmp_path):
@@ -246,7 +246,7 @@ def test_launcher_config_file_beats_the_only_config_rule(tmp_path):
     _, wls = scan(tmp_path, files)
     wl = wls["train.py"]
     assert wl.configs == ["configs/b.yaml"]
-    assert wl.resolved["precision"]["dtypes"] == ["fp16"]
+    assert wl.resolution.precision.to_json()["dtypes"] == ["fp16"]
 
 
 def test_accelerate_config_not_paired_with_plain_torch_code(tmp_path):
@@ -315,7 +315,7 @@ spec:
     _, wls = scan(tmp_path, {"src/train.py": TRAIN, "k8s/job.yaml": job})
     wl = wls["src/train.py"]
     assert wl.compute.id == "k8s/job.yaml#Job/train"
-    assert wl.resolved["compute"]["instance"] == "g5.12xlarge"
+    assert wl.resolution.compute.to_json()["instance"] == "g5.12xlarge"
 
 
 def test_container_path_matching_two_files_is_not_guessed(tmp_path):
@@ -358,7 +358,7 @@ def test_var_ref_resolved_from_variables_tf_in_the_same_folder(tmp_path):
                                'variable "market" {\n  default = "spot"\n}\n'),
     }
     _, wls = scan(tmp_path, files)
-    c = wls["train.py"].resolved["compute"]
+    c = wls["train.py"].resolution.compute.to_json()
     assert c["instance"] == "g5.48xlarge" and c["instance_fact"] == "infra/main.tf:3"
     assert c["nodes"] == 3
     assert c["capacity"] == "spot"
@@ -369,7 +369,7 @@ def test_local_ref_resolved(tmp_path):
     files = {"train.py": TRAIN,
              "infra/main.tf": 'locals {\n  gpu_type = "p5.48xlarge"\n}\n\n' + tf_instance("t", "local.gpu_type")}
     _, wls = scan(tmp_path, files)
-    assert wls["train.py"].resolved["compute"]["instance"] == "p5.48xlarge"
+    assert wls["train.py"].resolution.compute.to_json()["instance"] == "p5.48xlarge"
 
 
 @pytest.mark.parametrize("variables_path,variables", [
@@ -381,27 +381,27 @@ def test_var_ref_without_a_default_in_its_module_stays_unknown(tmp_path, variabl
     _, wls = scan(tmp_path, files)
     wl = wls["train.py"]
     assert wl.compute.id == "infra/main.tf#aws_instance.t"  # a ref may still be a GPU: paired, but unknown
-    c = wl.resolved["compute"]
-    assert "instance" not in c and c.get("usd_per_hour") is None
+    c = wl.resolution.compute.to_json()
+    assert c.get("instance") is None and c.get("usd_per_hour") is None
     assert any(u.startswith("instance:") for u in wl.unknown)
 
 
 def test_unresolved_var_ref_is_named_in_unknown(tmp_path):
     files = {"train.py": TRAIN, "infra/main.tf": tf_instance("t", "var.itype")}
     _, wls = scan(tmp_path, files)
-    assert "instance: the instance type var.itype (infra/main.tf:3) has no literal default in its module" \
+    assert "instance: the instance type (infra/main.tf:3): var.itype is not declared in the module infra" \
         in wls["train.py"].unknown
 
 
 def test_tf_value_maps_and_passes_literals():
-    repo = Repo(facts={"infra/v.tf": [Fact("tf.variable", {"name": "spot", "default": True}, Location("infra/v.tf", 1))]},
-                kinds={"infra/v.tf": "terraform", "infra/main.tf": "terraform"})
-    comp = Compute("infra/main.tf#x", "infra/main.tf", "x")
+    tf = TerraformValues({"infra/v.tf": [Fact("tf.variable", {"name": "spot", "default": True, "has_default": True},
+                                              Location("infra/v.tf", 1))]})
     mapped = Fact("compute.capacity", {"ref": "var.spot", "map": {"true": "spot", "false": "on-demand"}}, Location("infra/main.tf", 4))
-    assert tf_value(mapped, comp, repo) == "spot"
-    assert tf_value(Fact("compute.instance_type", "p4d.24xlarge", Location("infra/main.tf", 3)), comp, repo) == "p4d.24xlarge"
-    assert tf_value(Fact("compute.instance_type", {"ref": "var.missing"}, Location("infra/main.tf", 3)), comp, repo) is None
-    assert tf_value(None, comp, repo) is None
+    assert tf.value_of(mapped).value == "spot"
+    assert tf.value_of(Fact("compute.instance_type", "p4d.24xlarge", Location("infra/main.tf", 3))).value == "p4d.24xlarge"
+    missing = tf.value_of(Fact("compute.instance_type", {"ref": "var.missing"}, Location("infra/main.tf", 3)))
+    assert missing.value is None and missing.why == "var.missing is not declared in the module infra"
+    assert tf.value_of(None).value is None
 
 
 # -- linker gaps found by the fixtures (unit-level) ---------------------------------------------------

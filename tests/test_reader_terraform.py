@@ -124,7 +124,8 @@ def test_spot_instance_request_is_always_spot(aws):
 
 def test_variables_locals_and_placement_group_facts(aws):
     variables = [f.value for f in aws if f.kind == "tf.variable"]
-    assert variables == [{"name": "instance_type", "default": "p4d.24xlarge"}]  # node_count has no default
+    assert variables == [{"name": "instance_type", "default": "p4d.24xlarge", "has_default": True},
+                         {"name": "node_count", "default": None, "has_default": False}]
     locals_ = {f.value["name"]: f.value["value"] for f in aws if f.kind == "tf.local"}
     assert locals_ == {"cluster_name": "llm-train", "efa_count": 4}
     pg = [f for f in aws if f.kind == "infra.placement_group"]

@@ -301,7 +301,7 @@ def test_json_shape_and_schema(result):
     first = [f for f in doc["findings"] if f["fingerprint"] == "a1b2c3d4e5f60718"][0]
     assert list(first) == [
         "code", "name", "severity", "path", "line", "column", "end_line", "end_column", "message",
-        "guidance", "cost_impact", "related", "workload", "fingerprint",
+        "guidance", "cost_impact", "related", "workload", "workloads", "fingerprint",
     ]
     assert first["cost_impact"] == {"usd_per_hour": 10.96, "basis": AMP_COST.basis, "confidence": "medium"}
     assert first["related"] == [{"path": "infra/main.tf", "line": 12, "message": "p4d.24xlarge, spot", "column": 3}]

@@ -8,7 +8,8 @@ from conftest import FIXTURES, run_cli
 from gpulint.catalogue import Catalogue
 from gpulint.memory import GiB, Estimate
 from gpulint.model import Fact, Location
-from gpulint.rules import mem
+from gpulint import memfit as mem
+from gpulint.testing import resolve_by_hand
 from gpulint.workloads import Workload
 
 
@@ -137,11 +138,7 @@ def fact(kind, value, path="train.py", line=1, **attrs):
 
 def workload(facts=(), launchers=(), compute=None, model=None):
     wl = Workload(name="train.py", entrypoint="train.py", code_files=["train.py"], launchers=list(launchers), facts=list(facts))
-    if compute is not None:
-        wl.resolved["compute"] = compute
-    if model is not None:
-        wl.resolved["model"] = model
-    return wl
+    return resolve_by_hand(wl, compute, model)
 
 
 def launch(tool, nproc=None, flags=(), **extra):

@@ -23,7 +23,7 @@ def gpulint_file_kinds():
         FileKind("yaml", ("*.yaml", "*.yml"), parse_yaml),
         FileKind("json", ("*.json",), parse_json, comment=()),
         FileKind("toml", ("*.toml",), parse_toml),
-        FileKind("terraform", ("*.tf",), parse_text("terraform"), comment=("#", "//")),
+        FileKind("terraform", ("*.tf", "*.tfvars"), parse_text("terraform"), comment=("#", "//")),
         FileKind("shell", ("*.sh", "*.bash", "*.slurm", "*.sbatch", "*.zsh"), parse_text("shell"), shebang=("sh", "bash", "zsh")),
         FileKind("dockerfile", ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"), parse_text("dockerfile"), priority=1),
         FileKind("makefile", ("Makefile", "makefile", "GNUmakefile", "*.mk"), parse_text("makefile")),
@@ -64,6 +64,15 @@ def _yaml_infra(source: Source) -> list[Fact]:
     return out
 
 
+def _terraform_json(source: Source) -> list[Fact]:
+    """Terraform's JSON syntax (``*.tf.json``, ``*.tfvars.json``): its values join the module's."""
+    if not source.path.endswith((".tf.json", ".tfvars.json")) or not source.tree:
+        return []
+    from gpulint.readers.terraform import read_json_values
+
+    return read_json_values(source.tree[0], source.path)
+
+
 def _python(source: Source) -> list[Fact]:
     from gpulint.kinds.python_facts import python_facts
 
@@ -85,6 +94,7 @@ def gpulint_fact_extractors():
         Extractor("configs", ("yaml", "json"), _configs),
         Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:")),
         Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
+        Extractor("terraform-json", ("json",), _terraform_json),
         Extractor("shell", ("shell",), _lazy("gpulint.readers.shell", "read_shell")),
         Extractor("dockerfile", ("dockerfile",), _lazy("gpulint.readers.dockerfile", "read_dockerfile")),
         Extractor("makefile", ("makefile",), _lazy("gpulint.readers.makefile", "read_makefile")),

@@ -19,7 +19,7 @@ from gpulint.sources import Source
 #: cheap text gate: a Python file mentioning none of these cannot hold a fact
 ML_WORDS = (
     "torch", "transformers", "accelerate", "lightning", "deepspeed", "keras", "tensorflow",
-    "jax", "flax", "sagemaker", "trl", "peft", "DataLoader",
+    "jax", "flax", "sagemaker", "trl", "peft", "DataLoader", "vllm", "sglang", "litserve",
 )
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
@@ -98,6 +98,7 @@ def python_facts(source: Source) -> list[Fact]:
     _checkpoints(f)
     _models(f)
     _sagemaker(f)
+    _serving(f)
     _local_imports(f)
     return f.out
 
@@ -159,6 +160,42 @@ def _training(f: _Facts) -> None:
     for c in ix.method_calls("generate"):
         f.add("inference", {"via": "generate"}, c.node, "generate")
         break
+
+
+# -- serving -----------------------------------------------------------------------------
+#: constructors and calls that stand up a model server or an online inference engine
+SERVERS = {
+    "fastapi.FastAPI": "fastapi", "flask.Flask": "flask", "uvicorn.run": "uvicorn", "litserve.LitServer": "litserve",
+    "vllm.LLM": "vllm", "vllm.AsyncLLMEngine.from_engine_args": "vllm", "vllm.engine.async_llm_engine.AsyncLLMEngine.from_engine_args": "vllm",
+    "vllm.entrypoints.openai.api_server.run_server": "vllm", "ray.serve.run": "ray-serve", "ray.serve.deployment": "ray-serve",
+    "bentoml.Service": "bentoml", "bentoml.service": "bentoml", "kserve.ModelServer": "kserve", "gradio.Interface": "gradio",
+    "gradio.ChatInterface": "gradio", "sglang.Engine": "sglang",
+}
+#: SageMaker's inference-toolkit entry points (a script that defines them is an endpoint handler)
+SAGEMAKER_HANDLERS = ("model_fn", "predict_fn", "transform_fn")
+#: base classes and class names of serving handlers
+SERVING_BASES = {"ts.torch_handler.base_handler.BaseHandler": "torchserve", "kserve.Model": "kserve",
+                 "litserve.LitAPI": "litserve", "ls.LitAPI": "litserve"}
+SERVING_CLASSES = {"TritonPythonModel": "triton"}
+
+
+def _serving(f: _Facts) -> None:
+    ix = f.ix
+    for c in ix.calls:
+        via = SERVERS.get(c.qualname or "")
+        if via:
+            f.add("serves", {"via": via}, c.node, c.qualname)
+            return
+    for name in SAGEMAKER_HANDLERS:
+        node = ix.top_functions.get(name)
+        if node is not None:
+            f.add("serves", {"via": f"sagemaker {name}"}, node, name)
+            return
+    for name, (node, bases) in ix.classes.items():
+        via = SERVING_CLASSES.get(name) or next((SERVING_BASES[b] for b in bases if b in SERVING_BASES), None)
+        if via:
+            f.add("serves", {"via": via}, node, name)
+            return
 
 
 # -- precision ---------------------------------------------------------------------------

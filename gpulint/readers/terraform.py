@@ -83,6 +83,67 @@ def read(text: str, path: str) -> list[Fact]:
     return ctx.facts
 
 
+_JSON_REF = re.compile(r"^\$\{\s*((?:var|local)\.[A-Za-z_][A-Za-z0-9_-]*)\s*\}$")
+
+
+def _json_value(value):
+    """A .tf.json value: literals as they are, ``"${var.x}"`` as a reference, other templates unknown."""
+    if isinstance(value, str):
+        m = _JSON_REF.match(value)
+        if m:
+            return {"ref": m.group(1)}
+        return None if "${" in value else value
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
+def read_json_values(doc, path: str) -> list[Fact]:
+    """Variables, locals, module calls (``*.tf.json``) and assignments (``*.tfvars.json``) of
+    Terraform's JSON syntax (``doc`` a ``gpulint.yamlnodes.Doc``), as the value facts the HCL
+    reader emits."""
+    out: list[Fact] = []
+    data = doc.data
+    if not isinstance(data, dict):
+        return out
+
+    def loc(*keys) -> Location:
+        line, col = doc.at(keys)
+        return Location(path, line, col)
+
+    if path.endswith(".tfvars.json"):
+        for name, value in data.items():
+            out.append(Fact("tf.tfvar", {"name": name, "value": _json_value(value), "auto": _is_auto_tfvars(path)},
+                            loc(name), key=f"var.{name}"))
+        return out
+    variables = data.get("variable")
+    for name, body in (variables.items() if isinstance(variables, dict) else ()):
+        body = body if isinstance(body, dict) else {}
+        out.append(Fact("tf.variable", {"name": name, "default": _json_value(body.get("default")),
+                                        "has_default": "default" in body}, loc("variable", name), key=f"var.{name}"))
+    blocks = data.get("locals")
+    for block in (blocks if isinstance(blocks, list) else [blocks] if isinstance(blocks, dict) else []):
+        for name, value in (block.items() if isinstance(block, dict) else ()):
+            out.append(Fact("tf.local", {"name": name, "value": _json_value(value)}, loc("locals", name), key=f"local.{name}"))
+    modules = data.get("module")
+    for name, body in (modules.items() if isinstance(modules, dict) else ()):
+        if not isinstance(body, dict) or not isinstance(body.get("source"), str):
+            continue
+        inputs = {k: _json_value(v) for k, v in body.items()
+                  if k not in ("source", "version", "providers", "count", "for_each", "depends_on")}
+        out.append(Fact("tf.module_call", {"name": name, "source": body["source"], "inputs": inputs},
+                        loc("module", name), key=f"module.{name}"))
+    return out
+
+
+def _is_auto_tfvars(path: str) -> bool:
+    """Terraform loads these without a -var-file flag."""
+    name = path.rsplit("/", 1)[-1]
+    return name in ("terraform.tfvars", "terraform.tfvars.json") or name.endswith((".auto.tfvars", ".auto.tfvars.json"))
+
+
 def _read_error(exc: Exception, text: str) -> ReadError:
     line = getattr(exc, "line", None)
     col = getattr(exc, "column", None)
@@ -343,24 +404,50 @@ class _Ctx:
         self.known: dict[str, Any] = {}  # "var.x"/"local.y" -> literal value in this file
 
     def collect_values(self, root: _View):
+        """Variables (every one, with or without a default), locals, ``.tfvars`` assignments and
+        module calls: the raw material of ``gpulint.tfvalues``, which resolves references across the
+        module's files. Only literals are also remembered for references within this file."""
         for _body, line, col, _dyn, labels in root.raw.get("variable", []):
+            if not labels:
+                continue
             view = _View(_body, line, col, "")
             attr = view.attrs.get("default")
-            if not labels or attr is None:
-                continue
-            value = _eval(attr.node)
-            if value is _UNKNOWN:
-                continue
-            self.known[f"var.{labels[0]}"] = value
-            self.emit("tf.variable", {"name": labels[0], "default": value}, attr.line, attr.column, f"var.{labels[0]}")
+            value = _eval(attr.node) if attr is not None else _UNKNOWN
+            where = attr or _Attr(None, line, col)
+            fact = {"name": labels[0], "default": _plain(value), "has_default": attr is not None}
+            if attr is not None and value is _UNKNOWN:
+                fact["computed"] = True  # a default gpulint does not evaluate
+            if value is not _UNKNOWN:
+                self.known[f"var.{labels[0]}"] = value
+            self.emit("tf.variable", fact, where.line, where.column, f"var.{labels[0]}")
         for _body, line, col, _dyn, _labels in root.raw.get("locals", []):
             view = _View(_body, line, col, "")
             for name, attr in view.attrs.items():
                 value = _eval(attr.node)
+                fact = {"name": name, "value": _plain(value)}
                 if value is _UNKNOWN:
-                    continue
-                self.known[f"local.{name}"] = value
-                self.emit("tf.local", {"name": name, "value": value}, attr.line, attr.column, f"local.{name}")
+                    fact["computed"] = True
+                else:
+                    self.known[f"local.{name}"] = value
+                self.emit("tf.local", fact, attr.line, attr.column, f"local.{name}")
+        if self.path.endswith(".tfvars"):
+            auto = _is_auto_tfvars(self.path)
+            for name, attr in root.attrs.items():
+                value = _eval(attr.node)
+                self.emit("tf.tfvar", {"name": name, "value": _plain(value), "auto": auto}, attr.line, attr.column,
+                          f"var.{name}")
+        for _body, line, col, _dyn, labels in root.raw.get("module", []):
+            if len(labels) != 1:
+                continue
+            view = _View(_body, line, col, "")
+            source = _eval(view.attrs["source"].node) if "source" in view.attrs else _UNKNOWN
+            if not isinstance(source, str):
+                continue
+            inputs = {name: _plain(_eval(a.node)) for name, a in view.attrs.items()
+                      if name not in ("source", "version", "providers", "count", "for_each", "depends_on")}
+            lines = {name: [a.line, a.column] for name, a in view.attrs.items() if name in inputs}
+            self.emit("tf.module_call", {"name": labels[0], "source": source, "inputs": inputs}, line, col,
+                      f"module.{labels[0]}", attrs={"input_positions": lines})
 
     def get(self, view: _View | None, name: str) -> _Val | None:
         if view is None or name not in view.attrs:

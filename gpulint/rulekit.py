@@ -1,0 +1,80 @@
+"""Questions rules ask of a workload: a public helper module for plugin authors.
+
+Everything here reads the typed results of linking and resolution
+(``Workload``, ``Workload.resolution``, ``gpulint.resolution.ResolvedCompute``)
+and never resolves anything itself, so a plugin's rule agrees with the built-in
+ones about what a workload is::
+
+    from gpulint.rulekit import compute_of, trains_on_gpu, compute_related
+
+    class MyRule(Rule):
+        def check_workload(self, wl, ctx):
+            trains = trains_on_gpu(wl)
+            if trains is None:
+                return
+            c = compute_of(wl)      # ResolvedCompute or None
+            ...
+            yield self.finding(trains.loc, "...", related=compute_related(wl))
+"""
+from __future__ import annotations
+
+from gpulint.cost import compute_of
+from gpulint.model import Fact, Related
+from gpulint.resolution import CPU
+from gpulint.workloads import Workload
+
+__all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_phrase", "on_gpu", "training_fact", "trains_on_gpu"]
+
+#: launchers that start one process per GPU
+GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run", "torch.distributed.launch")
+
+
+def training_fact(wl: Workload) -> Fact | None:
+    """The fact that shows the workload trains (loop, trainer.train(), fit ...)."""
+    facts = wl.code_facts("trains")
+    order = {"hf_trainer": 0, "lightning": 1, "accelerate": 2, "deepspeed": 3, "keras": 4, "loop": 5}
+    return sorted(facts, key=lambda f: (order.get(f.value.get("via"), 9), f.loc))[0] if facts else None
+
+
+def on_gpu(wl: Workload) -> bool:
+    """Does the workload run on a GPU? Never when its compute is known CPU compute (an
+    ``ml.c5`` job, a pod that requests no GPU, SageMaker local mode), whatever the code says;
+    otherwise only when the code, the launcher or the compute says so."""
+    c = compute_of(wl)
+    if c is not None and c.device == CPU:
+        return False
+    if wl.code_facts("cpu_only") and not wl.code_facts("uses_gpu"):
+        return False
+    if wl.code_facts("uses_gpu"):
+        return True
+    if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
+        return True
+    return bool(c is not None and c.gpu_count)
+
+
+def trains_on_gpu(wl: Workload) -> Fact | None:
+    """The training fact of a workload that trains on a GPU, else None."""
+    t = training_fact(wl)
+    return t if t is not None and on_gpu(wl) else None
+
+
+def compute_related(wl: Workload) -> list[Related]:
+    """Related locations of a cross-file finding: the compute target and the first launchers."""
+    out = []
+    c = compute_of(wl)
+    if wl.compute is not None:
+        what = (c.instance_name if c is not None else None) or wl.compute.target
+        cap = c.capacity if c is not None else None
+        out.append(Related(wl.compute.loc, f"{what}{', ' + cap if cap else ''}"))
+    for l in wl.launchers[:3]:
+        out.append(Related(l.loc, f"launches {wl.entrypoint} ({l.value.get('tool')})"))
+    return out
+
+
+def gpu_phrase(wl: Workload) -> str:
+    """`on p4d.24xlarge (8x A100-SXM4-40GB)` when known, else `on GPU`."""
+    c = compute_of(wl)
+    if c is not None and c.instance is not None:
+        gpus = f" ({c.gpu_count}x {c.gpu_model})" if c.gpu_count and c.gpu_model else ""
+        return f"on {c.instance_name}{gpus}"
+    return "on GPU"
