@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     plugins = sub.add_parser("plugins", help="loaded and failed plugins")
     plugins.add_argument("--format", choices=["text", "json"], default="text")
 
+    facts = sub.add_parser("facts", help="the fact vocabulary: what readers say about files, and rules read")
+    facts.add_argument("--format", choices=["markdown", "json"], default="markdown")
+
     sub.add_parser("lsp", help="a Language Server Protocol server over stdio")
     return p
 
@@ -233,7 +236,8 @@ def cmd_workloads(args, host: PluginHost) -> int:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if args.format == "json":
-        print(json.dumps({"version": __version__, "root": str(args.path), "workloads": result.workloads}, indent=2, default=str))
+        print(json.dumps({"version": __version__, "root": str(args.path), "workloads": result.workloads,
+                          "computes": result.computes}, indent=2, default=str))
     else:
         sys.stdout.write(render_workloads(result))
     return EXIT_OK
@@ -267,4 +271,16 @@ def cmd_lsp(args, host: PluginHost) -> int:
     return serve(host) or EXIT_OK
 
 
-COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins, "lsp": cmd_lsp}
+def cmd_facts(args, host: PluginHost) -> int:
+    from gpulint import facts
+
+    host.registry  # plugins may register kinds of their own when they load
+    if args.format == "json":
+        print(json.dumps([{"kind": k.kind, "family": k.family, "schema": k.schema, "doc": k.doc, "targeted": k.targeted}
+                          for k in sorted(facts.KINDS.values(), key=lambda k: k.kind)], indent=2))
+    else:
+        print(facts.document())
+    return EXIT_OK
+
+
+COMMANDS = {"facts": cmd_facts, "scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins, "lsp": cmd_lsp}

@@ -1,84 +1,29 @@
-"""The fact vocabulary: what extractors may say about a file, and what rules read.
+"""The fact vocabulary: one registry of what extractors may say about a file and what rules read.
 
-Every fact is a `gpulint.model.Fact`: ``kind``, JSON-compatible ``value``, a
+Every fact is a ``gpulint.model.Fact``: ``kind``, a JSON-compatible ``value``, a
 ``Location``, the judged ``key`` and, for facts that describe one compute target
 or one launcher invocation, a ``target`` id (unique within the file, e.g.
 ``aws_instance.trainer`` or ``PyTorchJob/llama/Worker``).
 
-A value that cannot be decided statically is ``None`` (unknown); a value that
-comes from a command-line flag of the script is ``{"cli_arg": "--bf16",
-"default": False}`` and is resolved against the launchers of the workload.
+``KINDS`` below is the registry: each kind with the JSON Schema of its value, the
+family it belongs to and what it means. The test suite validates every fact that
+every built-in extractor emits (over the fixture repositories and every rule
+example) against it, so the vocabulary cannot drift from the readers, and the
+documentation (``gpulint facts``, ``docs/facts.md``) is generated from it.
+Plugins that add kinds register them with ``register``.
 
-Code facts (Python scripts and notebooks)
-----------------------------------------
-trains            {"via": "loop"|"hf_trainer"|"lightning"|"accelerate"|"keras"|"deepspeed"|"sft_trainer"}
-uses_gpu          {"via": ".cuda()"|"device"|"accelerate"|"hf_trainer"|"lightning"|...}
-inference         {"via": "no_grad"|"inference_mode"|"eval"|"pipeline"|"generate"}
-precision         {"mechanism": M, "dtype": "bf16"|"fp16"|"fp8"|"fp32"|"no"|None, "enabled": bool|None|cli}
-                  M in autocast, hf_args, accelerate, lightning, deepspeed, fsdp, keras, model_cast, launcher
-grad_scaler       {}
-tf32              {"enabled": bool|None}
-dataloader        {"num_workers": int|None|cli, "pin_memory": bool|None|cli, "num_workers_set": bool, "pin_memory_set": bool}
-process_group     {"backend": "nccl"|"gloo"|"mpi"|None}
-dataparallel      {}
-ddp               {"via": "DistributedDataParallel"|"FSDP"|"accelerate"|...}
-checkpoint.save   {"via": "torch.save"|"save_pretrained"|"save_state"|"save_checkpoint"|"hf_trainer"|"lightning"|"dcp", "dir": str|None}
-checkpoint.resume {"via": "load_state_dict"|"resume_from_checkpoint"|"ckpt_path"|"load_state"|"load_checkpoint"|"dcp"}
-model.name        "meta-llama/Llama-2-70b-hf" (attrs: load_in_4bit, load_in_8bit, quantization_config)
-model.config      {hidden_size, num_hidden_layers, ...} from a config.json or a literal transformers *Config(...) call
-quantized_load    {"bits": 4|8|None} (BitsAndBytesConfig)
-cpu_only          {"via": ...} (e.g. Lightning accelerator="cpu")
-config_ref        {"kind": "deepspeed", "path": "ds.json"} (a config file named by code or another config)
-optimizer         {"name": "adamw"|"adam"|"sgd"|"adam8bit"|..., "qualname": str}
-sharding          {"via": "fsdp"|"deepspeed", "stage": 0-3|None, "offload": bool|None}
-grad_checkpointing {"enabled": bool|None, "via": str}
-peft              {"method": "lora"|"qlora", "load_in_4bit": bool, "load_in_8bit": bool}
-local_import      "pkg/module.py" (a module of this repository imported by the file)
-argfile           "configs/args.json" (a JSON/YAML argument file the script reads)
+Two value conventions run through the vocabulary:
 
-Launcher and configuration facts (shell, Slurm, Dockerfile, YAML, JSON, Makefile)
---------------------------------------------------------------------------------
-launch            {"tool": "python"|"torchrun"|"accelerate"|"deepspeed"|"srun"|"mpirun"|"sagemaker"|"skypilot"|"k8s",
-                   "script": "train.py"|None, "module": "pkg.train"|None, "args": [str],
-                   "nnodes": int|"min:max"|None, "nproc_per_node": int|None, "mixed_precision": str|None,
-                   "config_file": str|None, "deepspeed_config": str|None, "num_machines", "num_processes",
-                   "wrapper": {"tool": "srun"|"mpirun"|"mpiexec", "nodes", "ntasks", "ntasks_per_node", "gpus_per_node"}|None}
-                  plus per tool: accelerate multi_gpu/use_deepspeed/use_fsdp; deepspeed hostfile;
-                  skypilot managed/use_spot/accelerators/instance_type
-env               {"name": "NCCL_P2P_DISABLE", "value": "1"}
-config.accelerate {"mixed_precision": str|None, "num_machines": int|None, "num_processes": int|None,
-                   "distributed_type": str|None, "deepspeed_config_file": str|None, "zero_stage": int|None, ...}
-config.deepspeed  {"fp16": bool|None, "bf16": bool|None, "zero_stage": int|None, "offload_optimizer": bool, "offload_param": bool}
-config.hf_args    {"fp16": ..., "bf16": ..., "tf32": ..., "gradient_checkpointing": ..., "save_strategy": ...}
-config.lightning  {"precision": ...}
-
-Compute facts (Terraform, Kubernetes, SkyPilot, SageMaker, Slurm); all carry `target`
-------------------------------------------------------------------------------------
-compute.target        {"source": "terraform"|"kubernetes"|"skypilot"|"sagemaker"|"slurm"|..., "provider": "aws"|"gcp"|"azure"|None,
-                       "resource": "aws_instance.trainer", "role": "training"|"serving"|"notebook"|None}
-compute.instance_type "p4d.24xlarge" (as written; SageMaker ``ml.`` names included)
-compute.accelerator   {"type": "A100"|"nvidia-tesla-a100"|..., "count": int|None}
-compute.capacity      "spot"|"on-demand"
-compute.node_count    int|None
-compute.min_nodes     int|None
-compute.gpus_per_node int|None
-compute.efa           int (EFA interfaces or vpc.amazonaws.com/efa resources requested; 0 = explicitly none)
-compute.checkpoint    {"s3_uri": str|None, "local_path": str|None, "max_wait": int|None, "max_run": int|None}
-storage.mount         {"path": "/checkpoint", "bucket": str|None, "mode": "MOUNT"|"COPY"} (SkyPilot file_mounts)
-
-compute.target sources: terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex. Terraform values
-may be {"ref": "var.x"} (optionally with "map": {raw value: normalised value}), resolved by gpulint.resolve
-from the module folder's variables and locals.
-
-Infrastructure facts without a target (Terraform)
-------------------------------------------------
-tf.variable           {"name": "itype", "default": literal}
-tf.local              {"name": "x", "value": literal}
-infra.budget          {"resource": "aws_budgets_budget.gpu"} (budgets and spend alarms)
-infra.placement_group {"resource": ...}
+* a value that cannot be decided statically is ``null`` (unknown);
+* a value decided by a command-line flag of the script is
+  ``{"cli_arg": "--bf16", "default": false}`` and is resolved against the
+  workload's launchers; a Terraform value that comes from elsewhere in the module
+  is ``{"ref": "var.x"}`` (optionally with ``"map"``: raw value -> normalised
+  value), resolved by ``gpulint.tfvalues``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -95,3 +40,178 @@ def flag_names(flag: str) -> tuple[str, ...]:
     """Spellings of a flag a launcher may use: --bf16 and --bf16=..., -/_ variants."""
     bare = flag.lstrip("-")
     return tuple({bare, bare.replace("_", "-"), bare.replace("-", "_")})
+
+
+# -- schema building blocks ----------------------------------------------------------------
+CLI = {"type": "object", "required": ["cli_arg"], "properties": {"cli_arg": {"type": "string"}, "default": {}}}
+REF = {"type": "object", "required": ["ref"], "properties": {"ref": {"type": "string", "pattern": r"^(var|local)\."},
+                                                             "map": {"type": "object"}}}
+ANY: dict = {}
+
+
+def _t(*types: str) -> dict:
+    return {"type": list(types) if len(types) > 1 else types[0]}
+
+
+def _or(*schemas: dict) -> dict:
+    return {"anyOf": list(schemas)}
+
+
+def _obj(required: tuple[str, ...] = (), **props: dict) -> dict:
+    return {"type": "object", "required": list(required), "properties": props}
+
+
+STR, INT, BOOL, NUM = _t("string"), _t("integer"), _t("boolean"), _t("number")
+OPT_STR, OPT_INT, OPT_BOOL = _t("string", "null"), _t("integer", "null"), _t("boolean", "null")
+TRI = _or(OPT_BOOL, CLI, STR)  # true / false / unknown / a flag / a config string such as "auto"
+
+
+@dataclass(frozen=True)
+class FactKind:
+    kind: str
+    family: str  # code | launcher | config | compute | infra
+    schema: dict
+    doc: str
+    targeted: bool = False  # carries the `target` of a compute target or launcher invocation
+
+
+KINDS: dict[str, FactKind] = {}
+FAMILIES = {
+    "code": "Code facts (Python scripts and notebooks)",
+    "launcher": "Launcher facts (shell, Slurm, Dockerfile, Makefile, Kubernetes containers, SkyPilot run:, DVC, Terraform user_data)",
+    "config": "Configuration facts (accelerate, DeepSpeed, HF arguments, Lightning, model config.json)",
+    "compute": "Compute facts (Terraform, Kubernetes, SkyPilot, SageMaker, Slurm, Azure ML, Vertex); all carry `target`",
+    "infra": "Infrastructure facts without a target (Terraform values, budgets, placement groups)",
+}
+
+
+def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = False) -> FactKind:
+    """Add a fact kind (plugins call this for the kinds their extractors emit)."""
+    if family not in FAMILIES:
+        raise ValueError(f"fact family {family!r} is not one of {', '.join(FAMILIES)}")
+    fk = KINDS[kind] = FactKind(kind, family, schema, doc, targeted)
+    return fk
+
+
+# -- code -------------------------------------------------------------------------------------
+register("trains", "code", _obj(("via",), via=STR),
+         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...")
+register("uses_gpu", "code", _obj(("via",), via=STR), "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...).")
+register("cpu_only", "code", _obj(("via",), via=STR), "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\").")
+register("inference", "code", _obj(("via",), via=STR), "The code runs a model without training it: no_grad, inference_mode, eval, pipeline, generate.")
+register("serves", "code", _obj(("via",), via=STR),
+         "The code serves a model: a FastAPI/Flask app, Triton/TorchServe handler, vLLM/TGI engine, SageMaker model_fn ...")
+register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_STR, _t("object")), enabled=_or(TRI, _t("object")),
+                                   from_launcher=BOOL, from_config=BOOL, auto=BOOL, default=BOOL, load_dtype=BOOL),
+         "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
+         "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher; dtype bf16|fp16|fp8|fp32|no|null.")
+register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16).")
+register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
+register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),
+         "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings.")
+register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL), "init_process_group and its backend (nccl, gloo, mpi, or null).")
+register("dataparallel", "code", _t("object"), "torch.nn.DataParallel (single-process multi-GPU).")
+register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
+register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
+         "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp ...; dir when literal.")
+register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
+         "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp.")
+register("model.name", "code", _t("string"),
+         "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config.")
+register("model.config", "config", _t("object"), "Model dimensions from a config.json or a literal transformers *Config(...) call.")
+register("quantized_load", "code", _obj(bits=_t("integer", "null")), "A quantized load (BitsAndBytesConfig, load_in_4bit/8bit).")
+register("config_ref", "code", _obj(("path",), kind=STR, path=STR), "A configuration file named by code or another config ({kind: deepspeed, path}).")
+register("optimizer", "code", _obj(name=OPT_STR, qualname=OPT_STR), "The optimizer: name adamw, adam, sgd, adam8bit, adafactor ...")
+register("sharding", "code", _obj(("via",), via=STR, stage=OPT_INT, offload=OPT_BOOL, offload_optimizer=OPT_BOOL,
+                                  offload_param=OPT_BOOL, hybrid=OPT_BOOL),
+         "Sharded data parallelism: fsdp or deepspeed, its stage (0-3) and offload.")
+register("grad_checkpointing", "code", _obj(enabled=TRI, via=STR), "Activation (gradient) checkpointing and whether it is on.")
+register("peft", "code", _obj(method=STR, via=STR, load_in_4bit=BOOL, load_in_8bit=BOOL), "Parameter-efficient fine-tuning (lora, qlora).")
+register("import", "code", _t("string"), "A module the file imports (attrs.relative for relative imports); the linker follows repository modules.")
+
+# -- launchers ------------------------------------------------------------------------------------
+_WRAPPER = _or(_t("null"), _obj(tool=STR, nodes=_or(OPT_INT, STR), ntasks=_or(OPT_INT, STR), ntasks_per_node=_or(OPT_INT, STR),
+                                gpus_per_node=_or(OPT_INT, STR)))
+register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, module=OPT_STR, args=_t("array"),
+                                       nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
+                                       config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
+                                       num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR)},
+         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc ...; "
+         "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
+         "tool-specific keys: accelerate multi_gpu/use_deepspeed/use_fsdp, deepspeed hostfile, skypilot managed/use_spot/"
+         "accelerators/instance_type, dvc stage.")
+register("env", "launcher", _obj(("name",), name=STR, value=OPT_STR), "An environment variable set by a launcher, container, task or image.")
+
+# -- configs ------------------------------------------------------------------------------------
+register("config.accelerate", "config", _obj(mixed_precision=OPT_STR, num_machines=_or(OPT_INT, STR), num_processes=_or(OPT_INT, STR),
+                                             distributed_type=OPT_STR, deepspeed_config_file=OPT_STR, zero_stage=_or(OPT_INT, STR),
+                                             fsdp=_or(OPT_BOOL, _t("object")), offload_optimizer=ANY, offload_param=ANY),
+         "An accelerate config file (accelerate launch --config_file, or the repository's only one).")
+register("config.deepspeed", "config", _obj(fp16=TRI, bf16=TRI, zero_stage=_or(OPT_INT, STR), offload_optimizer=OPT_BOOL,
+                                            offload_param=OPT_BOOL, optimizer=OPT_STR, activation_checkpointing=OPT_BOOL),
+         "A DeepSpeed JSON config: fp16/bf16 (true/false/\"auto\"), ZeRO stage and offload.")
+register("config.hf_args", "config", _t("object"),
+         "HF TrainingArguments values from a JSON/YAML argument file or a literal call: fp16, bf16, tf32, gradient_checkpointing, "
+         "save_strategy, dataloader_*, per_device_train_batch_size, optim, fsdp, deepspeed, output_dir ...")
+
+# -- compute ---------------------------------------------------------------------------------------
+_TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
+register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
+         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex; provider aws|gcp|azure|null; "
+         "role training|serving|notebook|null (what the infrastructure names it for).", targeted=True)
+register("compute.instance_type", "compute", _or(_t("string", "null"), REF), "An instance type as written (SageMaker ml. names included).",
+         targeted=True)
+register("compute.accelerator", "compute", _obj(("type",), type=_t("string"), count=_or(OPT_INT, REF, STR)),
+         "An accelerator request ({type: A100|nvidia-tesla-a100|..., count}).", targeted=True)
+register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand (attrs: on_demand_fallback, default, via).",
+         targeted=True)
+register("compute.node_count", "compute", _TF(OPT_INT), "Nodes (instances, replicas, instance_count, --nodes).", targeted=True)
+register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscaling group, node group or pool.", targeted=True)
+register("compute.gpus_per_node", "compute", _TF(OPT_INT), "GPUs requested per node (a pod's nvidia.com/gpu, --gres=gpu:N).",
+         targeted=True)
+register("compute.efa", "compute", _TF(OPT_INT), "EFA interfaces or vpc.amazonaws.com/efa resources requested (0 = explicitly none).",
+         targeted=True)
+register("compute.checkpoint", "compute", _obj(s3_uri=OPT_STR, local_path=OPT_STR, max_wait=_or(OPT_INT, STR), max_run=_or(OPT_INT, STR),
+                                               s3_uri_set=BOOL, max_wait_set=BOOL, star_kwargs=BOOL),
+         "SageMaker checkpoint settings of a managed spot job.", targeted=True)
+register("storage.mount", "compute", _obj(path=OPT_STR, bucket=OPT_STR, mode=OPT_STR), "A SkyPilot file_mounts entry.", targeted=True)
+
+# -- infrastructure --------------------------------------------------------------------------------
+register("tf.variable", "infra", _obj(("name",), name=STR, default=ANY, has_default=BOOL, computed=BOOL),
+         "A Terraform variable and its default (has_default false: none; computed: an expression gpulint does not evaluate).")
+register("tf.local", "infra", _obj(("name",), name=STR, value=ANY, computed=BOOL), "A Terraform local and its value (literal or reference).")
+register("tf.tfvar", "infra", _obj(("name",), name=STR, value=ANY, auto=BOOL),
+         "An assignment in a *.tfvars file (auto: loaded without -var-file: terraform.tfvars, *.auto.tfvars).")
+register("tf.module_call", "infra", _obj(("name", "source"), name=STR, source=STR, inputs=_t("object")),
+         "A module block: its source and the inputs it passes (values or references).")
+register("infra.budget", "infra", _obj(("resource",), resource=STR, kind=STR), "A budget or spend alarm (aws_budgets_budget, a billing alarm ...).")
+register("infra.placement_group", "infra", _obj(("resource",), resource=STR, strategy=OPT_STR), "A placement group or collocation policy.")
+
+
+def document() -> str:
+    """The vocabulary as Markdown (``gpulint facts --format markdown`` and docs/facts.md)."""
+    out = ["# gpulint's fact vocabulary", "",
+           "Generated from `gpulint.facts.KINDS` (`gpulint facts --format markdown`); every fact the built-in "
+           "readers emit is checked against these shapes by the test suite.", ""]
+    for family, title in FAMILIES.items():
+        out += [f"## {title}", "", "| kind | value | meaning |", "|---|---|---|"]
+        for fk in sorted((k for k in KINDS.values() if k.family == family), key=lambda k: k.kind):
+            out.append(f"| `{fk.kind}` | {_shape(fk.schema)} | {fk.doc.replace('|', '/')} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _shape(schema: dict) -> str:
+    if "anyOf" in schema:
+        return " or ".join(_shape(s) for s in schema["anyOf"])
+    t = schema.get("type")
+    if t == "object" and schema.get("properties"):
+        if set(schema["properties"]) <= {"cli_arg", "default"}:
+            return "flag"
+        if set(schema["properties"]) <= {"ref", "map"}:
+            return "ref"
+        req = set(schema.get("required", ()))
+        return "{" + ", ".join(k + ("" if k in req else "?") for k in schema["properties"]) + "}"
+    if isinstance(t, list):
+        return "/".join(t)
+    return t or "any"
