@@ -27,4 +27,5 @@ class WorkloadContext:
         """The instance catalogue with the user's additions and price overrides."""
         from gpulint.catalogue import Catalogue
 
-        return Catalogue.load(additions=list(self.catalogue_additions) + list(self.config.instances), pricing=self.config.pricing)
+        return Catalogue.load(additions=list(self.catalogue_additions) + list(self.config.instances), pricing=self.config.pricing,
+                              overlay=self.config.price_overlay)
