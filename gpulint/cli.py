@@ -1,4 +1,4 @@
-"""The command line: scan, rules, explain, workloads, plugins, lsp.
+"""The command line: scan, rules, explain, workloads, plugins, catalogue, lsp.
 
 Exit codes: 0 nothing at or above --fail-on (or --exit-zero); 1 findings at or
 above it; 2 the scan could not be done as asked (bad option, bad config, a
@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     plugins.add_argument("--format", choices=["text", "json"], default="text")
 
     sub.add_parser("lsp", help="a Language Server Protocol server over stdio")
+
+    from gpulint import catalogue_cli
+
+    catalogue_cli.add_parser(sub)
     return p
 
 
@@ -267,4 +271,11 @@ def cmd_lsp(args, host: PluginHost) -> int:
     return serve(host) or EXIT_OK
 
 
-COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins, "lsp": cmd_lsp}
+def cmd_catalogue(args, host: PluginHost) -> int:
+    from gpulint.catalogue_cli import run
+
+    return run(args, host)
+
+
+COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins, "lsp": cmd_lsp,
+            "catalogue": cmd_catalogue}
