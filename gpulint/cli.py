@@ -1,4 +1,4 @@
-"""The command line: scan, rules, explain, workloads, plugins, lsp.
+"""The command line: scan, rules, explain, workloads, plugins, catalogue, lsp.
 
 Exit codes: 0 nothing at or above --fail-on (or --exit-zero); 1 findings at or
 above it; 2 the scan could not be done as asked (bad option, bad config, a
@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     facts.add_argument("--format", choices=["markdown", "json"], default="markdown")
 
     sub.add_parser("lsp", help="a Language Server Protocol server over stdio")
+
+    from gpulint import catalogue_cli
+
+    catalogue_cli.add_parser(sub)
     return p
 
 
@@ -283,4 +287,11 @@ def cmd_facts(args, host: PluginHost) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"facts": cmd_facts, "scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins, "lsp": cmd_lsp}
+def cmd_catalogue(args, host: PluginHost) -> int:
+    from gpulint.catalogue_cli import run
+
+    return run(args, host)
+
+
+COMMANDS = {"facts": cmd_facts, "scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins,
+            "lsp": cmd_lsp, "catalogue": cmd_catalogue}

@@ -62,6 +62,7 @@ class Config:
     models: dict[str, float] = field(default_factory=dict)
     workloads: list[dict] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
+    price_overlay: dict | None = None  # `gpulint catalogue import` output, read by load_config (gpulint.overlay)
 
     def describe(self) -> str:
         return str(self.path) if self.path else "defaults"
@@ -153,16 +154,36 @@ def _explain(where: str, err, prefix: list | None = None) -> str:
     return f"{where}: key '{key}': {message}"
 
 
-def load_config(explicit: Path | None, start: Path) -> Config:
+def load_config(explicit: Path | None, start: Path, require_overlay: bool = True) -> Config:
+    """The configuration for ``start`` (or the ``explicit`` file) with its price overlay attached.
+    ``require_overlay`` False lets a configured overlay path be missing (``gpulint catalogue import`` creates it)."""
     path = explicit if explicit is not None else find_config(start)
     if path is None:
-        return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
+        return attach_overlay(Config(root=start.resolve() if start.is_dir() else start.resolve().parent))
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
     data = read_table(path)
     where = str(path) + (" [tool.gpulint]" if path.name == "pyproject.toml" else "")
     validate(data, where)
-    return from_dict(data, path)
+    return attach_overlay(from_dict(data, path), require_overlay)
+
+
+def attach_overlay(cfg: Config, require: bool = True) -> Config:
+    """Read the project's price overlay (``.gpulint-prices.json`` next to the configuration, or
+    ``[tool.gpulint.pricing] overlay``) into ``cfg.price_overlay``; a configured path must exist."""
+    from gpulint.overlay import OverlayError, overlay_path, read_overlay
+
+    path = overlay_path(cfg.root, cfg.pricing)
+    if not path.is_file():
+        if cfg.pricing.get("overlay") and require:
+            raise ConfigError(f"{cfg.describe()}: key 'pricing.overlay': {path} does not exist "
+                              "(write it with `gpulint catalogue import FILE`)")
+        return cfg
+    try:
+        cfg.price_overlay = read_overlay(path)
+    except OverlayError as exc:
+        raise ConfigError(f"{exc} (re-create it with `gpulint catalogue import FILE`, or delete it)") from None
+    return cfg
 
 
 def from_dict(data: dict, path: Path | None) -> Config:

@@ -40,7 +40,8 @@ class WorkloadContext:
         """The instance catalogue with the user's additions and price overrides."""
         from gpulint.catalogue import Catalogue
 
-        return Catalogue.load(additions=list(self.catalogue_additions) + list(self.config.instances), pricing=self.config.pricing)
+        return Catalogue.load(additions=list(self.catalogue_additions) + list(self.config.instances), pricing=self.config.pricing,
+                              overlay=self.config.price_overlay)
 
     def workload_on(self, compute_id: str) -> Workload | None:
         """The workload that runs on a compute target, if one does."""

@@ -134,13 +134,19 @@ def test_on_demand_price_keeps_provenance(c):
     p = c.price(c.resolve("p4d.24xlarge"))
     assert isinstance(p, Price)
     assert (p.usd_per_hour, p.capacity, p.region) == (21.957642, "on-demand", "us-east-1")
-    assert "skypilot-catalog" in p.source and "2c3d7ea7" in p.as_of
+    assert p.as_of == "2026-07-20" and "karpenter-provider-aws" in p.source and "6fc13b52" in p.source
 
 
 def test_spot_price_is_midpoint_with_note(c):
     p = c.price(c.resolve("p4d.24xlarge"), "spot")
     assert p.usd_per_hour == pytest.approx((6.53 + 13.99) / 2)
     assert p.note == "spot: midpoint of observed range [6.53, 13.99]; spot prices move constantly"
+    # the spot figure comes from another (undated) snapshot than the on-demand one and says so
+    assert p.as_of.startswith("an undated snapshot") and "skypilot-catalog" in p.source and "SpotPrice" in p.source
+    g = c.price(c.resolve("a2-highgpu-1g"), "spot")
+    assert (g.usd_per_hour, g.as_of) == (1.92802, "2026-07-30") and "Cyclenerd" in g.source
+    n1 = c.resolve("n1+nvidia-tesla-t4x1")  # its GPU-only spot figure still comes from SkyPilot: no borrowed date
+    assert n1.spot_as_of.startswith("an undated snapshot") and "skypilot-catalog" in n1.spot_source
 
 
 def test_missing_prices_stay_none(c):
@@ -226,3 +232,167 @@ def test_bad_addition_raises_naming_entry(addition, fragment):
     with pytest.raises(CatalogueError) as exc:
         Catalogue.load([addition])
     assert fragment in str(exc.value)
+
+
+# --- dated prices (issue 13) ------------------------------------------------------
+
+def test_every_aws_price_is_dated_to_the_karpenter_table():
+    """All AWS on-demand figures equal the us-east-1 table aws/karpenter-provider-aws generated at
+    2026-07-20T13:44:30Z (checked price by price when the catalogue was audited); each entry says so."""
+    data = cat.load_bundled_yaml()
+    aws = [e for e in data["instances"] if e["provider"] == "aws"]
+    assert len(aws) == 49
+    for e in aws:
+        assert e["as_of"] == "2026-07-20", e["name"]
+        assert "karpenter-provider-aws" in e["source"]["price"] and "2026-07-20T13:44:30Z" in e["source"]["price"], e["name"]
+    assert sum(e["on_demand_usd_per_hour"] is not None for e in aws) == 48  # p5e.48xlarge: no on-demand price anywhere
+    history = " ".join(h["note"] + h["source"] for h in data["price_history"])
+    assert "2025-04-28T13:22:31Z" in history and "2025-06-23T13:18:30Z" in history
+
+
+def test_no_entry_claims_an_unverified_date_and_undated_ones_say_so():
+    for e in cat.load_bundled_yaml()["instances"]:
+        assert "exact date unverified" not in e["as_of"], e["name"]
+        assert cat.price_date(e["as_of"]) is not None or e["as_of"].startswith("an undated snapshot"), e["name"]
+
+
+def test_gcp_a3_prices_are_the_list_prices_and_h200_is_marked_uncertain(c):
+    h100, mega, h200 = c.resolve("a3-highgpu-8g"), c.resolve("a3-megagpu-8g"), c.resolve("a3-ultragpu-8g")
+    # the high SkyPilot rows (78.37 / 82.75 for 8 GPUs) plus the VM and the bundled Local SSD, as the Cyclenerd table totals them
+    assert (h100.on_demand_usd_per_hour, h100.as_of, h100.region) == (88.55576, "2026-07-30", "us-east4")
+    assert mega.on_demand_usd_per_hour == 92.93759
+    assert "Cyclenerd" in h100.source and "below its own spot price" in h100.notes
+    assert h200.on_demand_usd_per_hour == 86.75992 and "PRICE UNCERTAIN" in h200.notes
+    assert cat.price_date(h200.as_of) is None
+    assert c.resolve("a2-ultragpu-8g").on_demand_usd_per_hour == 40.55038  # was null: the SkyPilot A100-80GB rows conflicted
+
+
+def test_price_ages_per_provider(c):
+    ages = {a.provider: a for a in c.price_ages()}
+    assert ages["aws"].oldest == cat._dt.date(2026, 7, 20) and (ages["aws"].dated, ages["aws"].undated) == (48, 0)
+    assert ages["gcp"].oldest == cat._dt.date(2026, 7, 30) and ages["gcp"].undated == 1  # a3-ultragpu-8g
+    assert ages["azure"].oldest is None and ages["azure"].undated == 17
+    assert ages["aws"].days(cat._dt.date(2026, 12, 1)) == 134
+    assert c.max_age_days == 180
+    assert Catalogue.load(pricing={"max-age-days": 30}).max_age_days == 30
+
+
+@pytest.mark.parametrize("text, expected", [("2026-07-20", (2026, 7, 20)), ("2026-07-20 (note)", (2026, 7, 20)),
+                                            ("an undated snapshot (x)", None), (None, None), ("2026-13-01", None)])
+def test_price_date(text, expected):
+    assert cat.price_date(text) == (cat._dt.date(*expected) if expected else None)
+
+
+# --- months and commitments ------------------------------------------------------
+
+def test_hours_per_month_default_and_config(c):
+    assert c.hours_per_month == 730
+    assert c.monthly(21.957642) == pytest.approx(16029.08) and c.monthly(None) is None
+    c720 = Catalogue.load(pricing={"hours-per-month": 720})
+    assert c720.hours_per_month == 720 and c720.monthly(1.0) == 720.0
+
+
+@pytest.mark.parametrize("pricing", [{"hours-per-month": 0}, {"hours-per-month": 800}, {"hours-per-month": "730"},
+                                     {"max-age-days": 0}, {"max-age-days": 1.5}, {"commitments": "p4d.24xlarge"},
+                                     {"commitments": [""]}, {"overlay": 3}])
+def test_bad_new_pricing_keys_raise(pricing):
+    with pytest.raises(CatalogueError):
+        Catalogue.load(pricing=pricing)
+
+
+def test_commitment_exact_gcp_rate(c):
+    one = c.commitment(c.resolve("a3-highgpu-8g"), "1yr")
+    three = c.commitment(c.resolve("a3-highgpu-8g"), "3yr")
+    assert (one.usd_per_hour, one.discount_pct, one.up_to, one.region, one.as_of) == (61.4251, 30.6, False, "us-east4", "2026-07-30")
+    assert three.usd_per_hour == 38.89397 and three.discount_pct == 56.1
+    assert "Cyclenerd" in one.source and one.plan == "resource-based committed use discount"
+    g2 = c.commitment(c.resolve("g2-standard-24"), "3yr")
+    assert g2.discount_pct == 55.0 and g2.usd_per_hour == pytest.approx(0.90037, abs=1e-5)
+
+
+def test_commitment_provider_ceiling_and_missing(c):
+    aws = c.commitment(c.resolve("p4d.24xlarge"), "1yr")
+    assert aws.up_to and aws.usd_per_hour is None and aws.discount_pct == 72 and "savingsplans/faqs" in aws.source
+    az = c.commitment(c.resolve("Standard_ND96asr_v4"), "3yr")
+    assert az.up_to and az.discount_pct == 72 and az.as_of == "2023-11-17"
+    assert c.commitment(c.resolve("a3-ultragpu-8g"), "1yr") is None  # no source gives it: nothing invented
+    with pytest.raises(CatalogueError):
+        c.commitment(c.resolve("p4d.24xlarge"), "5yr")
+
+
+def test_commitment_specificity_instance_then_family_then_provider():
+    rows = [
+        {"provider": "aws", "family": "p4d.*", "term": "any", "up_to": True, "discount_pct": 50, "plan": "family max", "source": "s1"},
+        {"provider": "aws", "family": "p4d.*", "term": "1yr", "up_to": True, "discount_pct": 40, "plan": "family 1yr", "source": "s2"},
+        {"provider": "aws", "instance": "p4d.24xlarge", "term": "3yr", "usd_per_hour": 9.0, "on_demand_usd_per_hour": 21.957642,
+         "discount_pct": 59.0, "plan": "RI 3yr", "as_of": "2026-11-20", "source": "our price list"},
+    ]
+    c = Catalogue.load([{"commitments": rows}])
+    p4d, p5 = c.resolve("p4d.24xlarge"), c.resolve("p5.48xlarge")
+    assert c.commitment(p4d, "3yr").plan == "RI 3yr"      # the instance's own rate
+    assert c.commitment(p4d, "1yr").plan == "family 1yr"  # term-specific family row beats the "any" one
+    assert c.commitment(p5, "1yr").discount_pct == 72      # not in the family: the provider's stated maximum
+
+
+@pytest.mark.parametrize("row, fragment", [
+    ({"provider": "aws", "term": "1yr", "usd_per_hour": 1.0, "discount_pct": 10, "plan": "x", "source": "s"}, "commitments[0]"),
+    ({"provider": "aws", "term": "2yr", "up_to": True, "discount_pct": 10, "plan": "x", "source": "s"}, "term"),
+    ({"provider": "aws", "instance": "a", "family": "b*", "term": "1yr", "up_to": True, "discount_pct": 10, "plan": "x", "source": "s"},
+     "commitments[0]"),
+    ({"provider": "aws", "term": "1yr", "discount_pct": 10, "plan": "x", "source": "s"}, "commitments[0]"),  # neither rate nor up_to
+])
+def test_bad_commitment_rows_are_rejected(row, fragment):
+    with pytest.raises(CatalogueError) as exc:
+        Catalogue.load([{"commitments": [row]}])
+    assert fragment in str(exc.value)
+
+
+def test_committed_patterns(c):
+    held = Catalogue.load(pricing={"commitments": ["p4d.24xlarge", "g5.*", "gcp:a3-*", "azure:standard_nc*"]})
+    assert held.committed(held.resolve("p4d.24xlarge")) == "p4d.24xlarge"
+    assert held.committed(held.resolve("g5.2xlarge")) == "g5.*"
+    assert held.committed(held.resolve("a3-megagpu-8g")) == "gcp:a3-*"
+    assert held.committed(held.resolve("Standard_NC24ads_A100_v4")) == "azure:standard_nc*"  # Azure names fold case and Standard_
+    assert held.committed(held.resolve("p5.48xlarge")) is None
+    assert c.committed(c.resolve("p4d.24xlarge")) is None
+
+
+# --- price overlay ---------------------------------------------------------------
+
+def _overlay(prices=(), commitments=()):
+    return {"format": "gpulint-price-overlay", "version": 1, "imports": [], "prices": list(prices),
+            "commitments": list(commitments), "path": "/proj/.gpulint-prices.json"}
+
+
+def test_overlay_replaces_prices_with_their_date_and_source():
+    ov = _overlay([
+        {"provider": "aws", "instance": "p4d.24xlarge", "region": "us-east-1", "on_demand_usd_per_hour": 20.0,
+         "as_of": "2026-11-20", "source": "AWS price list index.csv"},            # no spot key: the bundled observation stays
+        {"provider": "aws", "instance": "g5.xlarge", "region": "us-west-2", "on_demand_usd_per_hour": 1.1,
+         "as_of": "2026-11-20", "source": "AWS price list us-west-2"},            # another region: bundled spot is dropped
+        {"provider": "gcp", "instance": "a2-highgpu-1g", "region": "us-central1", "on_demand_usd_per_hour": 3.5,
+         "spot_usd_per_hour_observed": [1.5, 1.6], "as_of": "2026-11-01", "source": "SkyPilot vms.csv"},
+        {"provider": "aws", "instance": "x9.nonexistent", "region": "us-east-1", "on_demand_usd_per_hour": 1.0,
+         "as_of": "2026-11-20", "source": "s"},
+    ], [{"provider": "aws", "instance": "p4d.24xlarge", "region": "us-east-1", "term": "1yr", "usd_per_hour": 13.0,
+         "on_demand_usd_per_hour": 20.0, "discount_pct": 35.0, "plan": "Standard Reserved Instance, No Upfront",
+         "as_of": "2026-11-20", "source": "AWS price list index.csv"}])
+    c = Catalogue.load(overlay=ov)
+    p = c.price(c.resolve("p4d.24xlarge"))
+    assert (p.usd_per_hour, p.as_of, p.source) == (20.0, "2026-11-20", "AWS price list index.csv")
+    spot = c.price(c.resolve("p4d.24xlarge"), "spot")
+    assert spot.usd_per_hour == pytest.approx(10.26) and spot.as_of.startswith("an undated snapshot")
+    g5 = c.resolve("g5.xlarge")
+    assert g5.region == "us-west-2" and c.price(g5, "spot").usd_per_hour is None
+    a2 = c.price(c.resolve("a2-highgpu-1g"), "spot")
+    assert (a2.usd_per_hour, a2.as_of) == (1.55, "2026-11-01")
+    assert c.resolve("x9.nonexistent") is None
+    one = c.commitment(c.resolve("p4d.24xlarge"), "1yr")
+    assert (one.usd_per_hour, one.up_to) == (13.0, False)
+    assert c.commitment(c.resolve("p4d.24xlarge"), "3yr").up_to  # not in the overlay: the bundled ceiling
+    assert c.overlay_source == "/proj/.gpulint-prices.json"
+    assert {a.provider: a.oldest for a in c.price_ages()}["aws"] == cat._dt.date(2026, 7, 20)  # untouched entries keep theirs
+    # additions still win over the overlay
+    mine = Catalogue.load([{"instances": [{"provider": "aws", "name": "p4d.24xlarge", "gpu_model": "A100-SXM4-40GB", "gpu_count": 8,
+                                           "gpu_memory_gib": 40, "on_demand_usd_per_hour": 15.0}]}], overlay=ov)
+    assert mine.price(mine.resolve("p4d.24xlarge")).usd_per_hour == 15.0

@@ -73,7 +73,7 @@ def test_bert_base_on_p4d_names_a_cheaper_instance_and_the_difference():
     assert cost["confidence"] == "low"  # a model under 1B parameters (training-facts §9)
     assert cost["usd_per_hour"] == pytest.approx(21.957642 * (1 - 7.245 / 8.797), abs=0.05)
     basis = cost["basis"]
-    assert basis.count("price as of") == 2 and basis.count("skypilot-catalog") == 2
+    assert basis.count("price as of 2026-07-20") == 2 and basis.count("karpenter-provider-aws") == 2
     assert "8 x 312 TF = 2.50 PF" in basis and "4 x 362.05 TF = 1.45 PF" in basis and "equal utilisation" in basis
     assert "--nproc_per_node 4" in f["guidance"]
 

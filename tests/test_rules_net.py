@@ -39,7 +39,7 @@ def test_pytorchjob_on_p4d_without_efa_fires_per_replica_spec():
     # no invented figure, but the price it applies to, with its date and source
     assert cost["usd_per_hour"] is None
     assert "4 x p4d.24xlarge at $21.96/h" in cost["basis"] and "us-east-1" in cost["basis"]
-    assert "price as of" in cost["basis"] and "skypilot-catalog" in cost["basis"]
+    assert "price as of 2026-07-20" in cost["basis"] and "karpenter-provider-aws" in cost["basis"]
 
 
 def test_pytorchjob_with_efa_and_documented_variables_is_silent():
