@@ -329,7 +329,8 @@ class Profile:
             params=self.params, trainable_params=trainable, precision=precision, optimizer=opt, sharding=sharding,
             n_gpus=max(1, n_gpus), gpus_per_node=gpus_per_node, offload_optimizer=oo, offload_params=op,
             quantized_bits=bits, accounting="zero" if optimistic else "hf",
-            layers=_pos(d.get("layers")), hidden=_pos(d.get("hidden")), heads=_pos(d.get("heads")), **kw)
+            layers=_pos(d.get("layers")), hidden=_pos(d.get("hidden")), heads=_pos(d.get("heads")),
+            vocab=_pos(d.get("vocab")), intermediate=_pos(d.get("intermediate")), **kw)
 
 
 def _pos(v: Any) -> int | None:
@@ -432,28 +433,58 @@ def conservative_estimate(p: Profile, gpus_per_node: int) -> Estimate:
 @dataclass(frozen=True)
 class Candidate:
     instance: Any  # catalogue Instance
-    usd_per_hour: float
-    usd_per_pflop_hour: float
+    usd_per_hour: float  # one node, on the capacity compared
+    usd_per_pflop_hour: float  # on the math compared
     estimate: Estimate
 
 
-def cheaper_fit(wl: Workload, p: Profile, cat: Any) -> tuple[Candidate, Any, float] | None:
+@dataclass(frozen=True)
+class CheaperFit:
+    """A cheaper instance for the same work, and the terms of the comparison."""
+
+    candidate: Candidate
+    current: Any  # catalogue Instance
+    current_usd_per_hour: float  # one node, on the capacity compared
+    current_usd_per_pflop_hour: float
+    ratio: float  # the same work costs this share of today's on the candidate
+    math: str  # "16-bit" (mixed precision on) | "fp32" (decided off) | "16-bit and fp32" (undecided: both must agree)
+    capacity: str  # "spot" | "on-demand": the prices compared
+
+
+def _rate(cat: Any, inst: Any, math: str) -> float | None:
+    """Aggregate dense throughput of one node in PFLOPS for the math the workload runs."""
+    g = cat.gpu(inst)
+    if g is None:
+        return None
+    tflops = g.half_tflops if math == "16-bit" else g.fp32_tflops
+    return inst.gpu_count * tflops / 1000 if tflops else None
+
+
+def cheaper_fit(wl: Workload, p: Profile, cat: Any) -> CheaperFit | None:
     """The cheapest same-provider catalogue instance that fits conservatively, keeps every feature the
     workload uses (bf16/fp8, several GPUs, RDMA across nodes), is not retired, is meant for training, costs
-    at most half per hour and less per unit of work; with the current instance and its $/PF-h."""
+    at most half per hour and less per unit of work.
+
+    Per unit of work means on the math the workload runs: peak dense 16-bit throughput with mixed
+    precision on, fp32 throughput when it is decided off (a T4 is far slower than an A10G in fp32), and
+    both when undecided (the candidate must win on each). Prices are spot prices for a spot workload
+    (candidates without an observed spot price are skipped), on-demand list prices otherwise."""
     c = compute_of(wl)
     cur = c.instance if c is not None else None
     if cur is None:
         return None
-    cur_price = cat.price(cur).usd_per_hour
-    cur_pf = cat.usd_per_pflop_hour(cur)
-    if not cur_price or not cur_pf:
+    mixed = wl.resolution.precision.mixed
+    maths = ["16-bit"] if mixed is True else ["fp32"] if mixed is False else ["16-bit", "fp32"]
+    capacity = "spot" if c.capacity == "spot" else "on-demand"
+    cur_price = cat.price(cur, capacity).usd_per_hour
+    cur_rates = [_rate(cat, cur, m) for m in maths]
+    if not cur_price or not all(cur_rates):
         return None
     dtypes = set(wl.resolution.precision.dtypes)
     multi = uses_multi_gpu(wl, p)
     nodes = p.nodes or 1
     need_rdma = nodes > 1 and cur.rdma not in (None, "none")
-    best: Candidate | None = None
+    best: tuple | None = None
     for inst in cat.instances():
         if inst.provider != cur.provider or inst.name == cur.name or inst.retired or inst.training_suitable is not True:
             continue
@@ -465,16 +496,25 @@ def cheaper_fit(wl: Workload, p: Profile, cat: Any) -> tuple[Candidate, Any, flo
             continue
         if nodes > 1 and (inst.network_gbps or 0) < (cur.network_gbps or 0):
             continue  # across nodes the fabric's bandwidth is part of what the job uses (gradient/parameter traffic)
-        price = cat.price(inst).usd_per_hour
-        pf = cat.usd_per_pflop_hour(inst)
-        if not price or not pf or price > 0.5 * cur_price or pf >= cur_pf:
+        price = cat.price(inst, capacity).usd_per_hour
+        rates = [_rate(cat, inst, m) for m in maths]
+        if not price or not all(rates) or price > 0.5 * cur_price:
+            continue
+        # the least favourable reading decides: the candidate must cost less per unit of work on every one
+        ratio = max((price / r) / (cur_price / cr) for r, cr in zip(rates, cur_rates))
+        if ratio >= 1:
             continue
         est = conservative_estimate(p, inst.gpu_count)
         if not fits(est, inst.gpu_memory_gib):
             continue
-        if best is None or (price, pf) < (best.usd_per_hour, best.usd_per_pflop_hour):
-            best = Candidate(inst, price, pf, est)
-    return (best, cur, cur_pf) if best else None
+        key = (price, ratio)
+        if best is None or key < best[0]:
+            worst = max(range(len(maths)), key=lambda i: (price / rates[i]) / (cur_price / cur_rates[i]))
+            best = (key, Candidate(inst, price, price / rates[worst], est), cur_price / cur_rates[worst], ratio, maths[worst])
+    if best is None:
+        return None
+    _, cand, cur_pf, ratio, math = best
+    return CheaperFit(cand, cur, cur_price, cur_pf, ratio, math if len(maths) == 1 else "16-bit and fp32", capacity)
 
 
 def mem002_confidence(p: Profile, cur: Any, cand: Any, cat: Any, multi: bool) -> str:
@@ -530,7 +570,8 @@ def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
     if procs == 1:
         # one process can still drive every GPU: DataParallel, HF Trainer (DataParallel by itself),
         # Lightning/DeepSpeed spawning, Keras strategies, mp.spawn + DDP, device_map="auto" on a HF load
-        if wl.code_facts("dataparallel") or wl.code_facts("ddp") or wl.of("sharding") or wl.code_facts("model.name"):
+        hf_load = any(f.key == "from_pretrained" for f in wl.code_facts("model.name"))
+        if wl.code_facts("dataparallel") or wl.code_facts("ddp") or wl.of("sharding") or hf_load:
             return None
         if any(t.value.get("via") in _SELF_PARALLEL for t in wl.code_facts("trains")):
             return None

@@ -49,7 +49,9 @@ class TrainingSetup:
     hidden: int | None = None
     heads: int | None = None
     flash_attention: bool | None = None  # True: attention scores are not stored (FlashAttention/SDPA)
-    accounting: str = "zero"  # zero (16 B/param mixed Adam) | hf (18 B/param)
+    accounting: str = "zero"  # zero (16 B/param mixed Adam) | hf (18 B/param, plus what DeepSpeed's own estimator counts)
+    vocab: int | None = None  # vocabulary size: 16-bit embeddings/LM head under QLoRA, fp32 logits, the largest layer
+    intermediate: int | None = None  # MLP width: with vocab and hidden, the largest layer DeepSpeed ZeRO-3 gathers
 
     def __post_init__(self):
         def bad(what):
@@ -66,7 +68,7 @@ class TrainingSetup:
             bad(f"n_gpus must be a positive integer, got {self.n_gpus!r}")
         if self.quantized_bits not in (None, 4, 8):
             bad(f"quantized_bits must be None, 8 or 4, got {self.quantized_bits!r}")
-        for name in ("gpus_per_node", "seq_len", "micro_batch", "layers", "hidden", "heads"):
+        for name in ("gpus_per_node", "seq_len", "micro_batch", "layers", "hidden", "heads", "vocab", "intermediate"):
             value = getattr(self, name)
             if value is not None and not _pos_int(value):
                 bad(f"{name} must be a positive integer or None, got {value!r}")
@@ -128,16 +130,23 @@ def _state_bytes(s: TrainingSetup, notes: list[str]) -> tuple[dict[str, float], 
 
     # frozen (LoRA base) weights
     if frozen:
-        if s.quantized_bits == 4:
-            per = 0.55
-            notes.append("4-bit base weights at 0.55 B/param (NF4 0.5 B + quantization constants; QLoRA rule of thumb, unverified constant)")
-        elif s.quantized_bits == 8:
-            per = 1.0
-            notes.append("8-bit base weights at 1 B/param")
+        if s.quantized_bits:
+            per = 0.55 if s.quantized_bits == 4 else 1.0
+            notes.append("4-bit base weights at 0.55 B/param (NF4 0.5 B + quantization constants; QLoRA rule of thumb, unverified constant)"
+                         if s.quantized_bits == 4 else "8-bit base weights at 1 B/param")
+            embed = 2 * s.vocab * s.hidden if s.vocab and s.hidden and s.accounting == "hf" else 0
+            if embed and embed < frozen:
+                # bitsandbytes leaves the input embeddings and the LM head in 16 bit (llm_int8_skip_modules / lm_head)
+                out["frozen_weights"] = (frozen - embed) * per
+                out["embeddings_16bit"] = embed * 2
+                notes.append(f"embeddings and LM head ({embed / 1e6:,.0f}M params = 2 x vocab x hidden) stay 16-bit under "
+                             f"bitsandbytes quantization: 2 B/param")
+            else:
+                out["frozen_weights"] = frozen * per
         else:
             per = 4 if s.precision == "fp32" else 2
             notes.append(f"frozen base weights at {per} B/param ({'fp32' if per == 4 else '16-bit'})")
-        out["frozen_weights"] = frozen * per
+            out["frozen_weights"] = frozen * per
 
     # trainable parameters: working weights, fp32 master, gradients, optimizer states
     if trainable:
@@ -178,6 +187,34 @@ _SHARDS = {
 }
 
 
+def _deepspeed_floor(s: TrainingSetup, states: dict[str, float], notes: list[str]) -> bool:
+    """The conservative reading never counts less than DeepSpeed's own estimator for the stage
+    (``deepspeed.runtime.zero.stage_1_and_2.estimate_zero2_model_states_mem_needs`` /
+    ``stage3.estimate_zero3_model_states_mem_needs``, DeepSpeed docs "Memory Requirements"):
+    ZeRO-2 4P + 16P/N (offload: 2P); ZeRO-3 4L + 18P/N (optimizer offload: 4L + 2P/N; both: 4L),
+    L the largest layer. Returns True when L is unknown (so ZeRO-3's figure is a lower bound)."""
+    if s.accounting != "hf" or s.sharding not in ("zero2", "zero3") or s.trainable_params is not None or s.quantized_bits:
+        return False
+    p, n = s.params, s.n_gpus
+    largest = max(s.vocab * s.hidden if s.vocab and s.hidden else 0, s.hidden * s.intermediate if s.hidden and s.intermediate else 0)
+    if s.sharding == "zero2":
+        ds = 2 * p if s.offload_optimizer else 4 * p + 16 * p / n
+        what = "ZeRO-2" + (" with optimizer offload: 2 B/param" if s.offload_optimizer else ": 4P + 16P/N")
+    else:
+        tail = 0 if s.offload_params else (2 * p / n if s.offload_optimizer else 18 * p / n)
+        ds = 4 * largest + tail
+        what = "ZeRO-3: 4L + " + ("0" if s.offload_params else "2P/N" if s.offload_optimizer else "18P/N")
+    have = sum(states.values())
+    if ds > have:
+        states["deepspeed_buffers"] = ds - have
+        notes.append(f"DeepSpeed's own estimator for {what} counts {ds / 1e9:.1f} GB per GPU of model states: the difference "
+                     f"({(ds - have) / 1e9:.1f} GB) is added")
+    if s.sharding == "zero3" and not largest:
+        notes.append("largest layer unknown: DeepSpeed's 4 B x largest-layer gather buffer not counted (lower bound)")
+        return True
+    return False
+
+
 def estimate_training(setup: TrainingSetup) -> Estimate:
     """Per-GPU training memory under ``setup``'s precision, optimizer, sharding, offload and savers."""
     s = setup
@@ -203,12 +240,17 @@ def estimate_training(setup: TrainingSetup) -> Estimate:
         for key in ("optimizer_states", "master_weights"):
             states.pop(key, None)
         notes.append("optimizer states (and fp32 master weights) offloaded to CPU: not on the GPU")
+        if "gradients" in states and s.sharding in ("zero1",) and group > 1:
+            # ZeRO-Offload moves each rank's gradient partition to the CPU optimizer: only the shard stays
+            states["gradients"] /= group
+            notes.append(f"optimizer offload: each GPU keeps its 1/{group} gradient shard, not the full gradients")
     if s.offload_params:
         states.pop("weights", None)
         states.pop("frozen_weights", None)
         lower = True
         notes.append("parameters offloaded to CPU: the gathered working set of the current layers is not counted (lower bound)")
 
+    lower = _deepspeed_floor(s, states, notes) or lower
     breakdown = {k: int(round(v)) for k, v in states.items()}
     act_none = act_ckpt = None
     dims = (s.seq_len, s.micro_batch, s.layers, s.hidden, s.heads)
@@ -239,9 +281,14 @@ def estimate_training(setup: TrainingSetup) -> Estimate:
             else:
                 counted = act_none
                 notes.append("activations: no recomputation, attention scores stored, s*b*h*(34 + 5*a*s/h) per layer")
-        notes.append("activation formula: Korthikanti et al. arXiv:2205.05198 (GPT-style 4h MLP, no tensor parallelism); "
-                     "embeddings/logits not counted")
+        notes.append("activation formula: Korthikanti et al. arXiv:2205.05198 (GPT-style 4h MLP, no tensor parallelism)")
         breakdown["activations"] = int(counted)
+        if s.accounting == "hf" and s.vocab:
+            # the loss reads the logits upcast to fp32 (HF causal-LM heads call logits.float())
+            breakdown["logits_fp32"] = 4 * s.micro_batch * s.seq_len * s.vocab
+            notes.append(f"fp32 logits for the loss: 4 B x micro-batch x seq x vocab {s.vocab:,}")
+        else:
+            notes.append("embeddings/logits not counted")
     else:
         lower = True
         missing = [n for n, v in zip(("seq_len", "micro_batch", "layers", "hidden", "heads"), dims) if not v]

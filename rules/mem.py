@@ -400,7 +400,7 @@ resource "aws_instance" "trainer" {
 }
 """,
             },
-            expect=[Expect("infra/main.tf", 3, ("p4d.24xlarge", "g6e.12xlarge", "$21.96/h", "$10.49/h", "$11.47/h less"))],
+            expect=[Expect("infra/main.tf", 3, ("p4d.24xlarge", "g6e.12xlarge", "$21.96/h", "$10.49/h", "$3.87/h less", "16-bit"))],
             title="BERT-base DDP on 8x A100: 4x L40S holds it for less than half the price",
         ),
         Example(
@@ -418,7 +418,7 @@ for batch in loader:
 """,
                 "sky.yaml": "resources:\n  instance_type: g6e.4xlarge\nrun: python train.py\n",
             },
-            expect=[Expect("sky.yaml", 2, ("g6e.4xlarge", "g6.xlarge (1x L4-24GB, $0.80/h)", "$2.20/h less"))],
+            expect=[Expect("sky.yaml", 2, ("g6e.4xlarge", "g6.xlarge (1x L4-24GB, $0.80/h on-demand)", "$0.60/h less"))],
             title="one L40S with a bigger host than a single-process job needs",
         ),
     ]
@@ -433,34 +433,38 @@ for batch in loader:
             return
         if not fits(conservative_estimate(p, p.gpus_per_node), c.gpu_memory_gib):
             return  # not sure it fits where it runs: nothing to compare (MEM001 judges the other way)
-        got = cheaper_fit(wl, p, ctx.catalogue)
-        if got is None:
+        if idle_gpus(wl) is not None:
+            return  # the comparison assumes the work uses every GPU; MEM004 reports the idle ones instead
+        fit = cheaper_fit(wl, p, ctx.catalogue)
+        if fit is None:
             return
-        cand, cur, cur_pf = got
         cat = ctx.catalogue
+        cand, cur = fit.candidate, fit.current
         inst = cand.instance
         nodes = p.nodes or 1
-        cur_price = cat.price(cur).usd_per_hour
-        diff = (cur_price - cand.usd_per_hour) * nodes
-        ratio = cand.usd_per_pflop_hour / cur_pf
-        saving = round(cur_price * nodes * (1 - ratio), 2)
+        cur_price = fit.current_usd_per_hour
+        saving = round(cur_price * nodes * (1 - fit.ratio), 2)
         multi = uses_multi_gpu(wl, p)
         g_cur, g_new = cat.gpu(cur), cat.gpu(inst)
-        cp, np_ = cat.price(cur), cat.price(inst)
+        cp, np_ = cat.price(cur, fit.capacity), cat.price(inst, fit.capacity)
         n = f"{nodes} x " if nodes > 1 else ""
-        basis = (f"{n}{cur.name} at ${cur_price:.2f}/h ({cp.region}, price as of {cp.as_of}; {cp.source}) vs {n}{inst.name} at "
-                 f"${cand.usd_per_hour:.2f}/h ({np_.region}, price as of {np_.as_of}; {np_.source}); peak dense 16-bit throughput "
-                 f"{cur.gpu_count} x {g_cur.half_tflops:g} TF = {cur.gpu_count * g_cur.half_tflops / 1000:.2f} PF "
-                 f"(${cur_pf:.1f}/PF-h) vs {inst.gpu_count} x {g_new.half_tflops:g} TF = {inst.gpu_count * g_new.half_tflops / 1000:.2f} PF "
-                 f"(${cand.usd_per_pflop_hour:.1f}/PF-h); assuming equal utilisation of peak on both (a small model rarely keeps "
-                 f"a big GPU busy, so the real gain is usually larger), the same work costs {ratio:.0%} as much, so about "
-                 f"{1 - ratio:.0%} of each hour is avoidable.")
+        math = "fp32" if fit.math == "fp32" else "dense 16-bit"
+        tf = (lambda g: g.fp32_tflops) if fit.math == "fp32" else (lambda g: g.half_tflops)
+        undecided = (" (precision is undecided, so the candidate had to win on both 16-bit and fp32 throughput; the "
+                     "less favourable reading is shown)" if fit.math == "16-bit and fp32" else "")
+        basis = (f"{n}{cur.name} at ${cur_price:.2f}/h {fit.capacity} ({cp.region}, price as of {cp.as_of}; {cp.source}) vs {n}{inst.name} "
+                 f"at ${cand.usd_per_hour:.2f}/h {fit.capacity} ({np_.region}, price as of {np_.as_of}; {np_.source}); peak {math} "
+                 f"throughput {cur.gpu_count} x {tf(g_cur):g} TF = {cur.gpu_count * tf(g_cur) / 1000:.2f} PF "
+                 f"(${fit.current_usd_per_pflop_hour:.1f}/PF-h) vs {inst.gpu_count} x {tf(g_new):g} TF = "
+                 f"{inst.gpu_count * tf(g_new) / 1000:.2f} PF (${cand.usd_per_pflop_hour:.1f}/PF-h){undecided}; assuming equal utilisation of peak on both "
+                 f"(a small model rarely keeps a big GPU busy, so the real gain is usually larger), the same work costs "
+                 f"{fit.ratio:.0%} as much, so about {1 - fit.ratio:.0%} of each hour (${saving:.2f}/h) is avoidable.")
         yield self.finding(
             _instance_loc(wl) or trains.loc,
             f"{p.name} ({p.params / 1e6:,.0f}M params) fits {inst.name} ({inst.gpu_count}x {inst.gpu_model}, "
-            f"${cand.usd_per_hour:.2f}/h) instead of {cur.name} ({cur.gpu_count}x {cur.gpu_model}, ${cur_price:.2f}/h): "
-            f"${diff:.2f}/h less{' for ' + str(nodes) + ' nodes' if nodes > 1 else ''}, and "
-            f"${cand.usd_per_pflop_hour:.1f} vs ${cur_pf:.1f} per PF-hour of peak 16-bit throughput",
+            f"${cand.usd_per_hour:.2f}/h {fit.capacity}) instead of {cur.name} ({cur.gpu_count}x {cur.gpu_model}, "
+            f"${cur_price:.2f}/h{' per node' if nodes > 1 else ''}): the same work costs about ${saving:.2f}/h less at equal "
+            f"utilisation (${cand.usd_per_pflop_hour:.1f} vs ${fit.current_usd_per_pflop_hour:.1f} per PF-hour of peak {math} throughput)",
             symbol=f"{wl.entrypoint}:{cur.name}",
             related=compute_related(wl) + ([Related(p.model_fact.loc, f"model: {p.name}")] if p.model_fact else []),
             guidance=_mem002_guidance(wl, inst, cand.estimate, multi),

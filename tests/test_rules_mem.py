@@ -66,12 +66,14 @@ def test_bert_base_on_p4d_names_a_cheaper_instance_and_the_difference():
     found = mem_findings(scan_json(FIXTURES / "mem-bert-p4d"))
     assert [(f["code"], f["path"], f["line"]) for f in found] == [("MEM002", "infra/main.tf", 7)]
     f = found[0]
-    for part in ("bert-base-uncased (109M params)", "g6e.12xlarge (4x L40S-48GB, $10.49/h)",
-                 "p4d.24xlarge (8x A100-SXM4-40GB, $21.96/h)", "$11.47/h less", "$7.2 vs $8.8 per PF-hour"):
+    for part in ("bert-base-uncased (109M params)", "g6e.12xlarge (4x L40S-48GB, $10.49/h on-demand)",
+                 "p4d.24xlarge (8x A100-SXM4-40GB, $21.96/h)", "the same work costs about $3.87/h less at equal utilisation",
+                 "$7.2 vs $8.8 per PF-hour of peak dense 16-bit throughput"):
         assert part in f["message"]
     cost = f["cost_impact"]
     assert cost["confidence"] == "low"  # a model under 1B parameters (training-facts §9)
     assert cost["usd_per_hour"] == pytest.approx(21.957642 * (1 - 7.245 / 8.797), abs=0.05)
+    assert f"${cost['usd_per_hour']:.2f}/h less" in f["message"]  # the message and the figure agree
     basis = cost["basis"]
     assert basis.count("price as of 2026-07-20") == 2 and basis.count("karpenter-provider-aws") == 2
     assert "8 x 312 TF = 2.50 PF" in basis and "4 x 362.05 TF = 1.45 PF" in basis and "equal utilisation" in basis
@@ -106,7 +108,7 @@ def test_one_gpu_for_one_process_is_silent(tmp_path):
     repo = copy_fixture("mem-idle-python", tmp_path)
     sky = repo / "sky.yaml"
     sky.write_text(sky.read_text().replace("A100:8", "A100:1"))
-    assert mem_findings(scan_json(repo)) == []
+    assert [f for f in mem_findings(scan_json(repo)) if f["code"] == "MEM004"] == []
 
 
 def test_checkpointing_recommended_for_long_sequences():
@@ -255,7 +257,7 @@ def test_cheaper_fit_keeps_the_features_in_use():
     def pick(facts, launchers):
         wl = workload(facts=base + facts, launchers=launchers, compute=c, model=model)
         got = mem.cheaper_fit(wl, mem.profile(wl), cat)
-        return got and got[0].instance.name
+        return got and got.candidate.instance.name
 
     assert pick([bf16], ddp) == "g6e.12xlarge"  # several GPUs and bf16
     assert pick([bf16], [launch("python")]) == "g6.xlarge"  # one process: one GPU is enough
@@ -305,3 +307,24 @@ def test_malformed_model_and_compute_values_do_not_raise():
     p = mem.profile(wl)
     assert p is not None and mem.shape_of(wl) == (None, None)
     assert mem.idle_gpus(wl) is None
+
+
+def test_cheaper_fit_compares_the_math_and_the_capacity_the_workload_runs():
+    """fp32 work is compared on fp32 throughput (a T4 is far slower than an A10G there), spot work on
+    spot prices, and undecided precision must win on both readings."""
+    cat = Catalogue.load()
+    model = {"name": "bert-base-uncased", "params": 109482240, "dims": {}}
+    base = [fact("trains", {"via": "hf_trainer"}), fact("model.name", "bert-base-uncased")]
+    c = {"instance": "g5.12xlarge", "nodes": 1}
+    fp32 = workload(facts=base, launchers=[launch("python")], compute=c, model=model)
+    got = mem.cheaper_fit(fp32, mem.profile(fp32), cat)
+    assert got.math == "fp32" and got.capacity == "on-demand"
+    g = cat.gpu(got.candidate.instance)
+    assert got.candidate.usd_per_pflop_hour == pytest.approx(got.candidate.usd_per_hour / (got.candidate.instance.gpu_count * g.fp32_tflops / 1000))
+    spot = workload(facts=base, launchers=[launch("python")], compute={**c, "capacity": "spot"}, model=model)
+    got = mem.cheaper_fit(spot, mem.profile(spot), cat)
+    assert got is None or (got.capacity == "spot" and got.current_usd_per_hour == cat.price(cat.resolve("g5.12xlarge"), "spot").usd_per_hour)
+    undecided = workload(facts=base + [fact("precision", {"mechanism": "autocast", "dtype": None, "enabled": None})],
+                         launchers=[launch("python")], compute=c, model=model)
+    got = mem.cheaper_fit(undecided, mem.profile(undecided), cat)
+    assert got is None or got.math == "16-bit and fp32"
