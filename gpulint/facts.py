@@ -108,9 +108,13 @@ register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_
 register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16).")
 register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
 register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),
-         "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings.")
-register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL), "init_process_group and its backend (nccl, gloo, mpi, or null).")
-register("dataparallel", "code", _t("object"), "torch.nn.DataParallel (single-process multi-GPU).")
+         "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings; "
+         "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), else train.")
+register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
+         "init_process_group and its backend (nccl, gloo, mpi, or null); attrs.guards: the branches it sits in "
+         "(cpu/gpu of a CUDA check, multi_gpu, debug, dead), attrs.rpc: the file also starts torch.distributed.rpc.")
+register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
+         "attrs.guards as for process_group, attrs.function: the enclosing function.")
 register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
 register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
          "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp ...; dir when literal.")

@@ -84,6 +84,17 @@ def resolve_cli(value: Any, wl: Workload) -> Any:
     return results.pop() if len(results) == 1 else None
 
 
+_DTYPE_WORDS = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16", "float32": "fp32",
+                "fp32": "fp32", "float": "fp32", "32": "fp32", "16": "fp16"}
+
+
+def _dtype_word(v: Any) -> Any:
+    """A dtype as a launcher or config spells it (``bfloat16``, ``torch.float16``, ``fp32``) in gpulint's words."""
+    if not isinstance(v, str):
+        return None
+    return _DTYPE_WORDS.get(v.lower().removeprefix("torch."), None)
+
+
 def _hashable(v: Any) -> Any:
     return v if not isinstance(v, (list, dict)) else str(v)
 
@@ -109,6 +120,11 @@ def precision_view(wl: Workload) -> PrecisionView:
             if any(x.value.get("mechanism") == "hf_args_file" for x in wl.of("precision")):
                 continue  # a JSON/YAML argument file decides instead of flags
             enabled, dtype = _hf_flags(enabled, wl)
+        elif enabled == "by_dtype":
+            # the dtype a flag names decides it: --dtype bfloat16 is on, --dtype float32 off
+            chosen = _dtype_word(resolve_cli(dtype, wl) if is_cli(dtype) else dtype)
+            enabled = True if chosen in ("bf16", "fp16", "fp8") else False if chosen == "fp32" else None
+            dtype = chosen if enabled else None
         elif is_cli(enabled):
             enabled = _truthy(resolve_cli(enabled, wl)) if resolve_cli(enabled, wl) is not None else None
         from_default = bool(v.get("default")) or mech == "hf_cli" or is_cli(v.get("enabled"))

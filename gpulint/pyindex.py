@@ -15,12 +15,35 @@ Qualified names:
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import libcst as cst
 
 UNKNOWN = object()  # a value that cannot be decided statically
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of a few literal values, decided at run time: ``torch.bfloat16 if bf16_ok else torch.float16``.
+
+    Consumers ask what all the choices have in common (every choice a half-precision dtype: mixed
+    precision is on, whichever) and treat anything else as unknown. Never stored in a fact."""
+
+    choices: frozenset
+
+    @classmethod
+    def of(cls, values) -> "OneOf | Any":
+        flat: set = set()
+        for v in values:
+            if v is UNKNOWN or isinstance(v, (dict, list)):
+                return UNKNOWN
+            flat |= set(v.choices) if isinstance(v, OneOf) else {v}
+        if not flat:
+            return UNKNOWN
+        return next(iter(flat)) if len(flat) == 1 else cls(frozenset(flat))
 
 
 @dataclass
@@ -34,6 +57,9 @@ class Call:
     in_with: bool = False
     decorator: bool = False
     assigned_to: str = ""  # ``x`` in ``x = f(...)``
+    #: branches the call sits in (outermost first): "gpu" / "cpu" (a CUDA check's branches), "multi_gpu"
+    #: (more than one GPU), "debug" (a debug or verbose switch), "dead" (``if False:``)
+    guards: tuple[str, ...] = ()
 
     def kwarg(self, name: str) -> cst.BaseExpression | None:
         for arg in self.node.args:
@@ -136,6 +162,8 @@ class _Indexer(cst.CSTVisitor):
         self.decorator_calls: set[int] = set()
         self.assign_target: dict[int, str] = {}
         self.class_stack: list[tuple[str, bool]] = []
+        self.branch_guard: dict[int, str | None] = {}  # id(body or orelse node) -> guard of that branch
+        self.guards: list[tuple[int, str]] = []  # (id of the branch node, guard) while inside it
 
     # -- names -------------------------------------------------------------------------
     def resolve(self, text: str | None) -> str | None:
@@ -241,10 +269,30 @@ class _Indexer(cst.CSTVisitor):
                 self.with_calls.add(id(item.item))
 
     def visit_If(self, node: cst.If) -> None:
+        self._enter_branch(node)  # an `elif` is the orelse branch of the `if` before it
         if not self.scope and isinstance(node.test, cst.Comparison):
             text = self._code(node.test)
             if "__name__" in text and "__main__" in text:
                 self.ix.main_guard = True
+        body, orelse = guard_of(node.test, self._code(node.test))
+        self.branch_guard[id(node.body)] = body
+        if node.orelse is not None:
+            self.branch_guard[id(node.orelse)] = orelse
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._leave_branch(original_node)
+
+    def _enter_branch(self, node: cst.CSTNode) -> None:
+        g = self.branch_guard.pop(id(node), None)
+        if g:
+            self.guards.append((id(node), g))
+
+    def _leave_branch(self, node: cst.CSTNode) -> None:
+        if self.guards and self.guards[-1][0] == id(node):
+            self.guards.pop()
+
+    visit_IndentedBlock = visit_SimpleStatementSuite = visit_Else = _enter_branch
+    leave_IndentedBlock = leave_SimpleStatementSuite = leave_Else = _leave_branch
 
     # -- assignments ---------------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -296,6 +344,7 @@ class _Indexer(cst.CSTVisitor):
             in_with=id(node) in self.with_calls,
             decorator=id(node) in self.decorator_calls,
             assigned_to=self.assign_target.get(id(node), ""),
+            guards=tuple(g for _, g in self.guards),
         )
         self.ix.calls.append(call)
         if attr == "add_argument":
@@ -400,6 +449,40 @@ def literal(node: cst.BaseExpression | None) -> Any:
     return UNKNOWN
 
 
+_CPU_WORDS = re.compile(r"""(==\s*["']cpu["']|["']cpu["']\s*(==|in\b)|\bno_cuda\b|\buse_cpu\b|\bcpu_only\b|\bon_cpu\b)""")
+_GPU_WORDS = re.compile(r"""(cuda\.is_available\(\)|cuda\.device_count\(\)|["']cuda["']\s*(==|in\b)|==\s*["']cuda["']|\buse_cuda\b|\bis_cuda\b|\.is_cuda\b|\buse_gpu\b|accelerator\.is_available\(\))""")
+_MULTI = re.compile(r"""(device_count\(\)|\bn_gpus?\b|\bnum_gpus\b|\bworld_size\b|\bngpus?\b)\s*(>\s*1|>=\s*2)""")
+_DEBUG = re.compile(r"""\b(debug|DEBUG|verbose|VERBOSE|is_debug|debug_mode|dry_run)\b""")
+
+
+def guard_of(test: cst.BaseExpression, text: str) -> tuple[str | None, str | None]:
+    """(guard of the body, guard of the else branch) of an ``if`` test: which runs only without a
+    GPU, only with one (or several), only in a debug run, or never."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated = not negated
+        test = test.expression
+        text = text.strip()[3:].strip() if text.strip().startswith("not") else text
+    lit = literal(test)
+    if lit is False or lit == 0 and not isinstance(lit, bool) and lit is not UNKNOWN:
+        return ("dead", None) if not negated else (None, "dead")
+    if isinstance(test, cst.BooleanOperation):
+        return None, None  # `a and b`: neither branch is decided by one check alone
+    body: str | None
+    other: str | None
+    if _MULTI.search(text):
+        body, other = "multi_gpu", None
+    elif _CPU_WORDS.search(text):
+        body, other = "cpu", "gpu"
+    elif _GPU_WORDS.search(text):
+        body, other = "gpu", "cpu"
+    elif _DEBUG.search(text):
+        body, other = "debug", None
+    else:
+        return None, None
+    return (other, body) if negated else (body, other)
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -486,6 +569,12 @@ class Evaluator:
             if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) and isinstance(node.operator, (cst.Multiply, cst.Add)):
                 return a * b if isinstance(node.operator, cst.Multiply) else a + b
             return UNKNOWN
+        if isinstance(node, cst.IfExp):
+            return OneOf.of([self.value(node.body, scope, depth + 1), self.value(node.orelse, scope, depth + 1)])
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node, scope, depth)
+        if isinstance(node, cst.Call) and dotted(node.func) == "getattr" and len(node.args) >= 2:
+            return self._getattr(node, scope, depth)
         if isinstance(node, cst.FormattedString):
             parts = []
             for p in node.parts:
@@ -509,6 +598,42 @@ class Evaluator:
             head, _, attr = text.rpartition(".")
             if "." not in head:
                 return self._attribute(head, attr, scope, depth)
+        return UNKNOWN
+
+    def _subscript(self, node: cst.Subscript, scope: str, depth: int) -> Any:
+        """``{"bf16": torch.bfloat16, "fp16": torch.float16}[key]``: the entry, or one of the entries."""
+        table = node.value
+        if isinstance(table, cst.Name):
+            assigns = self._assigns(table.value, scope)
+            table = assigns[0].value if len(assigns) == 1 else None
+        if not isinstance(table, cst.Dict) or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return UNKNOWN
+        entries = {}
+        for el in table.elements:
+            if not isinstance(el, cst.DictElement):
+                return UNKNOWN
+            k = literal(el.key)
+            if k is UNKNOWN:
+                return UNKNOWN
+            entries[k] = self.value(el.value, scope, depth + 1)
+        key = self.value(node.slice[0].slice.value, scope, depth + 1)
+        if isinstance(key, OneOf):
+            return OneOf.of([entries.get(k, UNKNOWN) for k in key.choices])
+        if isinstance(key, dict) and "cli_arg" in key:  # a flag picks the entry: the default's, or any
+            return OneOf.of(entries.values())
+        return entries.get(key, UNKNOWN) if key is not UNKNOWN and not isinstance(key, (dict, list)) else UNKNOWN
+
+    def _getattr(self, node: cst.Call, scope: str, depth: int) -> Any:
+        """``getattr(torch, args.dtype)``: a dtype named by a string (or by a flag with a default)."""
+        if self._resolve(dotted(node.args[0].value) or "") != "torch":
+            return UNKNOWN
+        name = self.value(node.args[1].value, scope, depth + 1)
+        if isinstance(name, str):
+            return DTYPES.get(f"torch.{name}", UNKNOWN)
+        if isinstance(name, OneOf):
+            return OneOf.of([DTYPES.get(f"torch.{n}", UNKNOWN) if isinstance(n, str) else UNKNOWN for n in name.choices])
+        if isinstance(name, dict) and "cli_arg" in name and isinstance(name.get("default"), str):
+            return {**name, "default": DTYPES.get(f"torch.{name['default']}", name["default"])}
         return UNKNOWN
 
     def _resolve(self, text: str) -> str:

@@ -214,6 +214,10 @@ class Resolver:
                 + [f"off: {f.key or f.kind} at {f.loc.short()}" for f in view.off + view.default_off]
                 + [f"undecided: {f.key or f.kind} at {f.loc.short()}" for f in view.unknown]),
         )
+        for f in (view.unknown if precision.mixed is None else ()):  # undecided overall: say what leaves it open
+            v = f.value if isinstance(f.value, dict) else {}
+            why = v.get("undecided") or f"{v.get('mechanism') or f.kind} is decided at run time"
+            wl.unknown.append(f"precision: {why} ({f.loc.short()})")
         role, why = _role(wl, rc)
         res = WorkloadResolution(role=role, role_reason=why, compute=rc, job_computes=tuple(job), model=model,
                                  precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),

@@ -12,7 +12,13 @@ from gpulint.rulekit import trains_on_gpu
 
 
 def _loaders(wl: Workload):
+    """The DataLoaders that feed training steps: validation/test/prediction loaders (by the name they
+    are bound to or built in), loaders in branches that never run (``if False:``, the CPU branch of a
+    CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
+        attrs = f.attrs or {}
+        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & {"dead", "cpu"}:
+            continue
         yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
 
 
@@ -47,6 +53,20 @@ class DataloaderSingleProcess(Rule):
     since = "0.1.0"
 
     VALID = [
+        Example(
+            """\
+import torch
+from torch.utils.data import DataLoader
+train_loader = DataLoader(train_ds, batch_size=32, num_workers=8, pin_memory=True)
+val_loader = DataLoader(val_ds, batch_size=64)
+model = model.cuda()
+for x in train_loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""",
+            title="a validation loader runs no training step",
+        ),
         Example(
             """\
 import torch

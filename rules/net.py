@@ -7,7 +7,7 @@ from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import on_gpu
+from gpulint.rulekit import compute_of, on_gpu
 
 
 class GlooBackendOnGpu(Rule):
@@ -60,6 +60,35 @@ for x in loader:
 """,
             title="CPU training may use Gloo",
         ),
+        Example(
+            """\
+import torch
+import torch.distributed as dist
+if torch.cuda.is_available():
+    dist.init_process_group("nccl")
+else:
+    dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(model.cuda())
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+""",
+            title="Gloo only in the branch without CUDA",
+        ),
+        Example(
+            """\
+import torch
+import torch.distributed as dist
+import torch.distributed.rpc as rpc
+dist.init_process_group("gloo")
+rpc.init_rpc("trainer", rank=0, world_size=2)
+model = model.cuda()
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+""",
+            title="a parameter-server / RPC setup keeps its CPU group on Gloo",
+        ),
     ]
     INVALID = [
         Example(
@@ -81,6 +110,11 @@ for x in loader:
             return
         for f in wl.code_facts("process_group"):
             backend = f.value.get("backend")
+            attrs = f.attrs or {}
+            if attrs.get("rpc"):
+                continue  # RPC / parameter-server code keeps its CPU-side group on Gloo on purpose
+            if set(attrs.get("guards") or ()) & {"cpu", "dead", "debug"}:
+                continue  # the branch that runs without CUDA (or never, or only when debugging)
             if isinstance(backend, str) and backend in ("gloo", "mpi"):
                 yield self.finding(f.loc, f"init_process_group uses the {backend} backend for CUDA training; NCCL is the GPU backend",
                                    symbol=f"{f.key}:{backend}", workload=wl.name,
@@ -130,6 +164,33 @@ for x in loader:
     opt.step()
 """,
         ),
+        Example(
+            {"train.py": """\
+import torch
+model = build().cuda()
+if torch.cuda.device_count() > 1:
+    model = torch.nn.DataParallel(model)
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+""", "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.2xlarge"\n}\n'},
+            title="DataParallel only with more than one GPU, on a one-GPU instance",
+        ),
+        Example(
+            """\
+import torch
+model = build().cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+
+
+def model_fn(model_dir):
+    net = torch.nn.DataParallel(build())
+    return net.cuda().eval()
+""",
+            title="DataParallel in a SageMaker inference hook",
+        ),
     ]
     INVALID = [
         Example(
@@ -147,10 +208,27 @@ for x in loader:
     def check_workload(self, wl: Workload, ctx):
         if not wl.trains or not on_gpu(wl):
             return
+        c = compute_of(wl)
+        one_gpu = c is not None and c.gpus_per_node == 1
         for f in wl.code_facts("dataparallel"):
+            attrs = f.attrs or {}
+            guards = set(attrs.get("guards") or ())
+            if guards & {"dead", "cpu"} or _inference_hook(attrs.get("function") or ""):
+                continue  # never runs, runs without a GPU, or wraps a model for serving (no gradients)
+            if "multi_gpu" in guards and one_gpu:
+                continue  # `if device_count() > 1:` on a one-GPU node: DataParallel is never built
             yield self.finding(f.loc, "torch.nn.DataParallel drives all GPUs from one process through GPU 0; use DistributedDataParallel",
                                symbol=f.key, workload=wl.name,
                                cost=unpriced("No hourly figure: the gain of DDP over DataParallel depends on the model and GPU count."))
+
+
+_INFERENCE_HOOKS = ("model_fn", "predict_fn", "transform_fn", "input_fn", "output_fn", "handle", "initialize")
+
+
+def _inference_hook(function: str) -> bool:
+    """A serving entry point (SageMaker inference toolkit, TorchServe handler) or an evaluation helper."""
+    low = function.lower()
+    return function in _INFERENCE_HOOKS or low.startswith(("predict", "infer", "evaluate", "eval_", "serve", "load_model"))
 
 
 @hookimpl

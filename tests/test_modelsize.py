@@ -78,7 +78,7 @@ def test_from_name_size_hint(name, params):
 
 
 @pytest.mark.parametrize("name", [
-    "resnet50", "qwen2", "v2", "model-2024", "e5-large-v2", "llama", "my-7b-distilled-from-70b", "ckpt/step-3",
+    "qwen2", "v2", "model-2024", "e5-large-v2", "llama", "my-7b-distilled-from-70b", "ckpt/step-3",
     "", "   ", None, 7, "stable-diffusion-v1-5", "t5-efficient", "x-0b",
 ])
 def test_from_name_no_size(name):
@@ -167,3 +167,9 @@ def test_from_dims_rejects_bad_input():
     assert from_dims(0, 768, 50257) is None
     assert from_dims(12, 768, 50257, style="t5") is None
     assert from_dims(12, "768", 50257) is None  # type: ignore[arg-type]
+
+
+def test_torchvision_constructors_have_their_documented_sizes():
+    size = from_name("torchvision/resnet50")
+    assert size.params == 25_557_032 and "torchvision" in size.source
+    assert from_name("torchvision/vit_b_16").params == 86_567_656

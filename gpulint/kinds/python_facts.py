@@ -7,13 +7,15 @@ decided is recorded as unknown (None) so rules stay silent on it.
 """
 from __future__ import annotations
 
+import re
+
 import posixpath
 from typing import Any
 
 import libcst as cst
 
 from gpulint.model import Fact
-from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, PyIndex, build_index, dotted
+from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, build_index, dotted
 from gpulint.sources import Source
 
 #: cheap text gate: a Python file mentioning none of these cannot hold a fact
@@ -27,15 +29,22 @@ AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "
 GRAD_SCALER = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
                "torch.amp.grad_scaler.GradScaler"}
 HF_ARGS = {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments", "trl.SFTConfig", "trl.DPOConfig",
-           "trl.GRPOConfig", "trl.RewardConfig", "trl.ORPOConfig", "trl.KTOConfig", "trl.PPOConfig",
+           "trl.GRPOConfig", "trl.RewardConfig", "trl.ORPOConfig", "trl.KTOConfig", "trl.PPOConfig", "trl.RLOOConfig",
+           "trl.CPOConfig", "trl.OnlineDPOConfig", "trl.GKDConfig", "trl.BCOConfig", "trl.PRMConfig", "trl.XPOConfig",
+           "trl.NashMDConfig",
            "transformers.training_args.TrainingArguments"}
 HF_TRAINERS = {"transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.GRPOTrainer",
                "trl.RewardTrainer", "trl.ORPOTrainer", "trl.KTOTrainer", "trl.PPOTrainer"}
 LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer", "lightning.fabric.Fabric",
                       "lightning.Fabric", "lightning_fabric.Fabric"}
 ACCELERATOR = {"accelerate.Accelerator"}
+QUANT_CONFIGS = {"transformers.BitsAndBytesConfig", "transformers.GPTQConfig", "transformers.AwqConfig",
+                 "transformers.utils.quantization_config.BitsAndBytesConfig", "auto_gptq.BaseQuantizeConfig",
+                 "transformers.HqqConfig", "transformers.TorchAoConfig", "transformers.FbgemmFp8Config"}
 DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 DATAPARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
+FUNCTIONAL_DATAPARALLEL = {"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"}
+RPC_INIT = {"torch.distributed.rpc.init_rpc", "torch.distributed.rpc.api.init_rpc"}
 DDP = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"}
 FSDP = {"torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
         "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard"}
@@ -59,7 +68,30 @@ SAGEMAKER_ESTIMATORS = {
 
 
 def _norm(v: Any) -> Any:
-    return None if v is UNKNOWN else v
+    """A value as a fact may hold it: unknown (and a run-time choice among several) is None."""
+    return None if v is UNKNOWN or isinstance(v, OneOf) else v
+
+
+HALF = ("bf16", "fp16", "fp8")
+
+
+def half_precision(v: Any) -> tuple[Any, Any]:
+    """(enabled, dtype) for a dtype as the code chose it: a half dtype is on; fp32 is off; a run-time
+    choice among half dtypes is on (dtype undecided); a flag is left to the launcher; anything else
+    is undecided (None, None)."""
+    v = _dtype(v) if isinstance(v, str) else v
+    if v in HALF:
+        return True, v
+    if v == "fp32":
+        return False, "fp32"
+    if isinstance(v, OneOf):
+        choices = {_dtype(c) if isinstance(c, str) else c for c in v.choices}
+        if choices <= set(HALF):
+            return True, next(iter(choices)) if len(choices) == 1 else None
+        return None, None
+    if isinstance(v, dict) and "cli_arg" in v:
+        return "by_dtype", v
+    return None, None
 
 
 class _Facts:
@@ -73,7 +105,7 @@ class _Facts:
         self.out.append(Fact(kind, value, self.src.node_loc(node), key, "", attrs))
 
     def val(self, call: Call, kw: str | None = None, pos: int | None = None) -> Any:
-        node = call.kwarg(kw) if kw else None
+        node = self.kwarg(call, kw) if kw else None
         if node is None and pos is not None:
             node = call.positional(pos)
         if node is None:
@@ -81,7 +113,58 @@ class _Facts:
         return self.ev.value(node, call.scope)
 
     def present(self, call: Call, kw: str) -> bool:
-        return call.kwarg(kw) is not None
+        return self.kwarg(call, kw) is not None
+
+    def kwarg(self, call: Call, kw: str) -> cst.BaseExpression | None:
+        """A keyword argument, also when it comes in a ``**settings`` dict literal (``settings = dict(...)``
+        or ``{...}`` assigned once in the same scope or at module level)."""
+        node = call.kwarg(kw)
+        if node is not None:
+            return node
+        for table in self._star_dicts(call) or ():
+            if kw in table:
+                return table[kw]
+        return None
+
+    def opaque_kwargs(self, call: Call) -> bool:
+        """``**kwargs`` whose keys cannot be read: any keyword may be set there."""
+        return call.has_star_kwargs and self._star_dicts(call) is None
+
+    def _star_dicts(self, call: Call) -> list[dict[str, cst.BaseExpression]] | None:
+        out = []
+        for arg in call.node.args:
+            if arg.star != "**":
+                continue
+            table = _dict_literal(arg.value, self.ix, call.scope)
+            if table is None:
+                return None
+            out.append(table)
+        return out
+
+
+def _dict_literal(node: cst.BaseExpression, ix: PyIndex, scope: str, depth: int = 0) -> dict[str, cst.BaseExpression] | None:
+    """Keys and value nodes of ``{"k": v}`` / ``dict(k=v)`` (possibly through one name), else None."""
+    if depth > 3:
+        return None
+    if isinstance(node, cst.Name):
+        assigns = [a for a in ix.assigns if a.target == node.value and a.scope == scope] or \
+                  [a for a in ix.assigns if a.target == node.value and a.scope == ""]
+        if len(assigns) != 1 or not isinstance(assigns[0].value, cst.BaseExpression):
+            return None
+        return _dict_literal(assigns[0].value, ix, assigns[0].scope, depth + 1)
+    if isinstance(node, cst.Dict):
+        out: dict[str, cst.BaseExpression] = {}
+        for el in node.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+            if not isinstance(key, str):
+                return None
+            out[key] = el.value
+        return out
+    if isinstance(node, cst.Call) and dotted(node.func) == "dict" and all(a.keyword is not None for a in node.args):
+        return {a.keyword.value: a.value for a in node.args}
+    return None
 
 
 def python_facts(source: Source) -> list[Fact]:
@@ -118,8 +201,14 @@ def _training(f: _Facts) -> None:
             f.add("trains", {"via": "lightning"}, c.node, q)
         elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | {"lightning.fabric.Fabric", "lightning.Fabric"}:
             f.add("trains", {"via": "accelerate"}, c.node, q)
-        elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and not q:
+        elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and (
+                not q or q.startswith(("transformers.TF", "tensorflow.", "keras.", "tf_keras."))):
             f.add("trains", {"via": "keras"}, c.node, "fit")
+    # a custom TensorFlow loop: GradientTape gradients applied by an optimizer
+    tape = [c for c in ix.method_calls("gradient") if ix.imports_any("tensorflow")]
+    applied = [c for c in ix.method_calls("apply_gradients")]
+    if tape and applied:
+        f.add("trains", {"via": "tensorflow"}, applied[0].node, "apply_gradients")
     for c in ix.calls_to(*DS_INIT):
         if any(x.attr == "backward" for x in ix.calls):
             f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize")
@@ -137,7 +226,9 @@ def _training(f: _Facts) -> None:
                 break
     for c in ix.calls:
         q = c.qualname or ""
-        if q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device"):
+        if (q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device")) or \
+                (q.startswith("torch.accelerator.") and c.attr in ("current_accelerator", "is_available", "device_count",
+                                                                    "set_device_index", "current_device_index")):
             f.add("uses_gpu", {"via": q}, c.node, q)
             break
     gpu_frameworks = HF_TRAINERS | ACCELERATOR | DS_INIT
@@ -218,21 +309,36 @@ def _precision(f: _Facts) -> None:
         else:
             dtype = f.val(c, "dtype", 1)
             enabled = f.val(c, "enabled", 2)
-        if device is not UNKNOWN and device not in ("cuda", "xpu", "mps"):
+        gpu_devices = {"cuda", "xpu", "mps"}
+        if isinstance(device, OneOf):
+            if not device.choices & gpu_devices:
+                continue
+        elif device is not UNKNOWN and device not in gpu_devices:
             continue  # CPU autocast says nothing about the GPU
         if not f.present(c, "dtype") and c.positional(1) is None:
             dtype = "fp16"  # torch default for cuda autocast
-        f.add("precision", {"mechanism": "autocast", "dtype": _norm(_dtype(dtype)), "enabled": True if enabled is UNKNOWN and not _has_enabled(c) else _norm(enabled)},
+        on, half = half_precision(dtype)
+        if enabled is UNKNOWN and not _has_enabled(c):
+            enabled = True if on is not None or dtype is UNKNOWN else None
+        if on is None and dtype is not UNKNOWN:
+            enabled = None  # a choice that includes fp32: undecided
+        f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else _norm(_dtype(dtype)),
+                            "enabled": _norm(enabled) if not isinstance(enabled, OneOf) else None},
               c.node, c.qualname, in_with=c.in_with, scope=c.scope)
     for c in ix.calls_to(*GRAD_SCALER):
         f.add("grad_scaler", {"enabled": _norm(f.val(c, "enabled")) if f.present(c, "enabled") else True}, c.node, c.qualname)
     for c in ix.calls_to(*HF_ARGS):
         _hf_args(f, c)
-    for c in ix.calls_to("transformers.HfArgumentParser"):
-        # TrainingArguments parsed from the command line (or a JSON file the launcher passes)
-        f.add("precision", {"mechanism": "hf_cli", "dtype": None,
-                            "enabled": {"bf16": {"cli_arg": "--bf16", "default": False}, "fp16": {"cli_arg": "--fp16", "default": False}}},
-              c.node, c.qualname)
+    for c in ix.calls_to("transformers.HfArgumentParser", "trl.TrlParser"):
+        # TrainingArguments parsed from the command line (or a JSON file the launcher passes); a TRL
+        # config among the parsed classes defaults --bf16 to "not --fp16" (TRL >= 0.19)
+        trl = any(q.startswith("trl.") and q.endswith("Config") for q in _parsed_classes(f, c)) or c.qualname == "trl.TrlParser"
+        fact = {"mechanism": "hf_cli", "dtype": None,
+                "enabled": {"bf16": {"cli_arg": "--bf16", "default": None if trl else False},
+                            "fp16": {"cli_arg": "--fp16", "default": False}}}
+        if trl:
+            fact["undecided"] = TRL_BF16_DEFAULT
+        f.add("precision", fact, c.node, c.qualname)
     for c in ix.calls_to(*ACCELERATOR):
         if f.present(c, "mixed_precision"):
             mp = f.val(c, "mixed_precision")
@@ -267,21 +373,54 @@ def _precision(f: _Facts) -> None:
             f.add("config_ref", {"kind": "deepspeed", "path": val}, c.node, "config")
         else:
             f.add("precision", {"mechanism": "deepspeed", "dtype": None, "enabled": None, "from_config": True}, c.node, "deepspeed.initialize")
-    # model cast: model.half() / model.to(torch.bfloat16) / from_pretrained(torch_dtype=...)
+    # model cast: model.half() / model.to(torch.bfloat16) / model.to(dtype) / from_pretrained(torch_dtype=...)
     for c in ix.calls:
         if c.attr == "half" and c.receiver and not c.node.args:
             f.add("precision", {"mechanism": "model_cast", "dtype": "fp16", "enabled": True}, c.node, "half")
         elif c.attr in ("bfloat16",) and c.receiver and not c.node.args and not (c.qualname or "").startswith("torch"):
             f.add("precision", {"mechanism": "model_cast", "dtype": "bf16", "enabled": True}, c.node, "bfloat16")
         elif c.attr == "to" and c.receiver:
-            for arg in c.node.args:
-                v = f.ev.value(arg.value, c.scope)
-                if v in ("bf16", "fp16") and (dotted(arg.value) or "").startswith(tuple(k for k in ix.imports if ix.imports[k] == "torch")):
-                    f.add("precision", {"mechanism": "model_cast", "dtype": v, "enabled": True}, c.node, "to")
-        elif c.attr == "from_pretrained" and (c.kwarg("torch_dtype") is not None or c.kwarg("dtype") is not None):
-            v = f.ev.value(c.kwarg("torch_dtype") or c.kwarg("dtype"), c.scope)
-            if v in ("bf16", "fp16"):
-                f.add("precision", {"mechanism": "model_cast", "dtype": v, "enabled": True, "load_dtype": True}, c.node, "torch_dtype")
+            args = [a.value for a in c.node.args if a.keyword is None or a.keyword.value == "dtype"]
+            for arg in args:
+                enabled, dtype = half_precision(f.ev.value(arg, c.scope))
+                if enabled is True or enabled == "by_dtype":
+                    f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, "to")
+                    break
+        elif c.attr == "from_pretrained" and (f.kwarg(c, "torch_dtype") is not None or f.kwarg(c, "dtype") is not None):
+            v = f.ev.value(f.kwarg(c, "torch_dtype") or f.kwarg(c, "dtype"), c.scope)
+            enabled, dtype = half_precision(v)
+            if enabled is False:
+                continue  # an fp32 load: nothing turns mixed precision on here
+            # "auto" loads the checkpoint's own dtype, which the repository does not say: undecided
+            f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled, "load_dtype": True},
+                  c.node, "torch_dtype")
+    # quantized loads compute in the dtype their config names (bitsandbytes' compute dtype, GPTQ/AWQ kernels)
+    for c in ix.calls:
+        q = c.qualname or ""
+        if q in QUANT_CONFIGS:
+            compute = f.val(c, "bnb_4bit_compute_dtype") if q.endswith("BitsAndBytesConfig") else UNKNOWN
+            enabled, dtype = half_precision(compute)
+            f.add("precision", {"mechanism": "quantized", "dtype": dtype if enabled is True else None,
+                                "enabled": True if enabled is True else None}, c.node, q)
+        elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
+            f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+
+
+TRL_BF16_DEFAULT = "TRL >= 0.19 turns bf16 on when fp16 is not set; older releases train in fp32"
+
+
+def _parsed_classes(f: _Facts, c: Call) -> list[str]:
+    """Qualified names of the dataclasses an HfArgumentParser(...) call parses."""
+    first = c.positional(0) or c.kwarg("dataclass_types")
+    items = first.elements if isinstance(first, (cst.Tuple, cst.List)) else [first] if first is not None else []
+    out = []
+    for el in items:
+        node = el.value if hasattr(el, "value") and not isinstance(el, cst.BaseExpression) else el
+        text = dotted(node) if node is not None else None
+        if text:
+            head, _, rest = text.partition(".")
+            out.append((f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text)
+    return out
 
 
 def _has_enabled(c: Call) -> bool:
@@ -310,8 +449,11 @@ def _hf_args(f: _Facts, c: Call) -> None:
                 "per_device_train_batch_size", "half_precision_backend"):
         if f.present(c, key):
             values[key] = _norm(f.val(c, key))
-    star = c.has_star_kwargs
+    star = f.opaque_kwargs(c)
     fp16, bf16 = values.get("fp16", False if not star else None), values.get("bf16", False if not star else None)
+    trl_default = (c.qualname or "").startswith("trl.") and "bf16" not in values and fp16 is not True
+    if trl_default:
+        bf16 = None  # TRL >= 0.19 turns bf16 on when fp16 is not set; older releases train in fp32
     dtype, enabled = None, None
     if fp16 is True or bf16 is True:
         dtype, enabled = ("bf16" if bf16 is True else "fp16"), True
@@ -319,7 +461,10 @@ def _hf_args(f: _Facts, c: Call) -> None:
         dtype, enabled = "fp32", False
     elif isinstance(fp16, dict) or isinstance(bf16, dict):
         enabled = {"bf16": bf16, "fp16": fp16}  # decided by the launcher's flags
-    f.add("precision", {"mechanism": "hf_args", "dtype": dtype, "enabled": enabled}, c.node, c.qualname or "TrainingArguments")
+    fact = {"mechanism": "hf_args", "dtype": dtype, "enabled": enabled}
+    if trl_default and enabled is None:
+        fact["undecided"] = TRL_BF16_DEFAULT
+    f.add("precision", fact, c.node, c.qualname or "TrainingArguments")
     f.add("config.hf_args", values, c.node, c.qualname or "TrainingArguments")
     ds = values.get("deepspeed")
     if isinstance(ds, str):
@@ -369,12 +514,23 @@ def _tf32(f: _Facts) -> None:
 
 def _dataloaders(f: _Facts) -> None:
     for c in f.ix.calls_to(*DATALOADER):
-        star = c.has_star_kwargs
+        star = f.opaque_kwargs(c)
         nw_set, pin_set = f.present(c, "num_workers"), f.present(c, "pin_memory")
         nw = f.val(c, "num_workers") if nw_set else (None if star else 0)
         pin = f.val(c, "pin_memory") if pin_set else (None if star else False)
         f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
-                             "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname)
+                             "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
+              purpose=_loader_purpose(c), guards=list(c.guards))
+
+
+_EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration)(_|$|\d)")
+
+
+def _loader_purpose(c: Call) -> str:
+    """What a DataLoader feeds, by the name it is bound to or built in: "eval" for a validation/test/
+    prediction loader (it never runs a training step), else "train" (the default reading)."""
+    names = [c.assigned_to.rsplit(".", 1)[-1], c.scope]
+    return "eval" if any(n and _EVAL_WORDS.search(n.lower()) for n in names) else "train"
 
 
 def _distributed(f: _Facts) -> None:
@@ -386,9 +542,12 @@ def _distributed(f: _Facts) -> None:
             explicit = True
         else:
             backend, explicit = None, False  # torch picks NCCL for CUDA when none is given
-        f.add("process_group", {"backend": backend, "explicit": explicit}, c.node, c.qualname)
+        f.add("process_group", {"backend": backend, "explicit": explicit}, c.node, c.qualname, guards=list(c.guards),
+              rpc=any(x.qualname in RPC_INIT for x in ix.calls))
     for c in ix.calls_to(*DATAPARALLEL):
-        f.add("dataparallel", {}, c.node, c.qualname)
+        f.add("dataparallel", {}, c.node, c.qualname, guards=list(c.guards), function=c.scope)
+    for c in ix.calls_to(*FUNCTIONAL_DATAPARALLEL):
+        f.add("dataparallel", {"via": "functional"}, c.node, c.qualname, guards=list(c.guards), function=c.scope)
     for c in ix.calls_to(*DDP):
         f.add("ddp", {"via": "DistributedDataParallel"}, c.node, c.qualname)
     for c in ix.calls_to(*FSDP):
@@ -485,6 +644,12 @@ def _models(f: _Facts) -> None:
                 f.add(kind, name, c.node, "from_pretrained",
                       load_in_4bit=_norm(f.val(c, "load_in_4bit")) is True, load_in_8bit=_norm(f.val(c, "load_in_8bit")) is True,
                       quantization_config=f.present(c, "quantization_config"))
+        elif (c.qualname or "").startswith("torchvision.models.") and c.qualname.count(".") == 2 and c.attr[:1].islower():
+            f.add("model.name", f"torchvision/{c.attr}", c.node, c.qualname)  # resnet50(), vit_b_16() ...
+        elif c.qualname == "timm.create_model":
+            name = f.val(c, "model_name", 0)
+            if isinstance(name, str):
+                f.add("model.name", name if "/" in name else f"timm/{name}", c.node, c.qualname)
         elif c.attr in ("gradient_checkpointing_enable",) and c.receiver:
             f.add("grad_checkpointing", {"enabled": True, "via": "gradient_checkpointing_enable"}, c.node, "gradient_checkpointing_enable")
     for c in f.ix.calls_to("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential",
@@ -531,19 +696,20 @@ def _sagemaker(f: _Facts) -> None:
         loc = f.src.node_loc(c.node)
 
         def add(kind: str, value: Any, key: str) -> None:
-            node = c.kwarg(key)
+            node = f.kwarg(c, key)
             f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, {}))
 
         f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target, "role": "training"}, loc, c.qualname, target, {}))
         it = values.get("instance_type", UNKNOWN)
         add("compute.instance_type", _norm(it) if isinstance(it, str) else None, "instance_type")
-        n = values.get("instance_count", 1 if not c.has_star_kwargs else UNKNOWN)
+        opaque = f.opaque_kwargs(c)
+        n = values.get("instance_count", 1 if not opaque else UNKNOWN)
         add("compute.node_count", _norm(n) if isinstance(n, int) or n is UNKNOWN else None, "instance_count")
-        spot = values.get("use_spot_instances", False if not c.has_star_kwargs else UNKNOWN)
+        spot = values.get("use_spot_instances", False if not opaque else UNKNOWN)
         add("compute.capacity", None if spot is UNKNOWN or isinstance(spot, dict) else ("spot" if spot else "on-demand"), "use_spot_instances")
         ckpt = {"s3_uri": _norm(values.get("checkpoint_s3_uri", None)), "local_path": _norm(values.get("checkpoint_local_path", None)),
                 "max_wait": _norm(values.get("max_wait", None)), "max_run": _norm(values.get("max_run", None)),
-                "s3_uri_set": "checkpoint_s3_uri" in values, "max_wait_set": "max_wait" in values, "star_kwargs": c.has_star_kwargs}
+                "s3_uri_set": "checkpoint_s3_uri" in values, "max_wait_set": "max_wait" in values, "star_kwargs": opaque}
         add("compute.checkpoint", ckpt, "checkpoint_s3_uri" if "checkpoint_s3_uri" in values else "use_spot_instances")
         ep = values.get("entry_point", UNKNOWN)
         sd = values.get("source_dir", UNKNOWN)
@@ -561,6 +727,29 @@ def _sagemaker(f: _Facts) -> None:
         if isinstance(env, dict):
             for k, v in env.items():
                 add("env", {"name": str(k), "value": str(v)}, "environment")
+        mp = _sagemaker_mp_precision(values.get("distribution"))
+        if mp is not None:
+            f.add("precision", {"mechanism": "sagemaker_mp", "dtype": mp, "enabled": mp != "fp32"}, c.kwarg("distribution") or c.node,
+                  "distribution.smdistributed.modelparallel.parameters")
+
+
+def _sagemaker_mp_precision(dist: Any) -> str | None:
+    """bf16/fp16 of SageMaker model parallelism (``distribution={"smdistributed": {"modelparallel":
+    {"parameters": {"bf16": True}}}}``, also the v2 ``torch_distributed`` form), or None."""
+    if not isinstance(dist, dict):
+        return None
+    for path in (("smdistributed", "modelparallel", "parameters"), ("torch_distributed", "parameters")):
+        node: Any = dist
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            if node.get("bf16") is True:
+                return "bf16"
+            if node.get("fp16") is True:
+                return "fp16"
+            if node.get("bf16") is False and node.get("fp16") in (False, None) and "bf16" in node:
+                return "fp32"
+    return None
 
 
 def _local_imports(f: _Facts) -> None:
