@@ -163,6 +163,10 @@ def cmd_scan(args, host: PluginHost) -> int:
     except ScanError as exc:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    for st in host.statuses:
+        if not st.ok:  # its rules did not run: say so on every scan, not only in `gpulint plugins`
+            print(f"gpulint: warning: plugin {st.name} ({st.module}) failed to load, its rules did not run: {st.error}",
+                  file=sys.stderr)
     color = args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     opts = ReportOptions(show_guidance=args.show_guidance, color=color, quiet=args.quiet, verbose=args.verbose)
     try:

@@ -16,6 +16,7 @@ class WorkloadSpend:
     usd_per_hour_price: float | None  # what the workload's compute costs per hour (all nodes)
     usd_per_hour_avoidable: float  # combined estimate of this workload's findings
     findings: int
+    capacity: str | None = None  # the capacity the price is for: "spot" | "on-demand"
 
 
 @dataclass
@@ -47,8 +48,9 @@ class ScanResult:
         """
         by_wl: dict[str, list[Finding]] = defaultdict(list)
         for f in self.findings:
-            if f.workload and f.cost_impact.usd_per_hour:
-                by_wl[f.workload].append(f)
+            if f.cost_impact.usd_per_hour:
+                for name in f.affected:  # a finding shared by several workloads counts for each
+                    by_wl[name].append(f)
         meta = {w.get("name"): w for w in self.workloads}
         out = []
         for name in sorted(by_wl):
@@ -62,9 +64,9 @@ class ScanResult:
                 avoidable = price * (1.0 - keep)
             else:
                 avoidable = sum(f.cost_impact.usd_per_hour for f in fs)
-            out.append(
-                WorkloadSpend(name, (wl.get("compute") or {}).get("instance"), price, round(avoidable, 2), len(fs))
-            )
+            compute = wl.get("compute") or {}
+            out.append(WorkloadSpend(name, compute.get("instance"), price, round(avoidable, 2), len(fs),
+                                     compute.get("price_capacity")))
         return out
 
     def summary(self) -> dict[str, Any]:

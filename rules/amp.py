@@ -7,9 +7,12 @@ from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import compute_of, compute_related, gpu_phrase, trains_on_gpu
+from gpulint.rulekit import compute_of, compute_related, gpu_phrase, training_fact, trains_on_gpu
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
+#: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
+#: data loading, kernel launches and memory traffic, not by Tensor-Core math (an MNIST MLP gains ~nothing)
+AMP_MIN_PARAMS = 20_000_000
 
 
 class MissingMixedPrecision(Rule):
@@ -41,8 +44,10 @@ class MissingMixedPrecision(Rule):
     Cost model:
         A conservative 1.5x end-to-end speed-up is assumed (vendor figures are 2-3x, the A100
         compute ceiling 16x over strict fp32), so a third of each training hour is avoidable:
-        hourly price of the workload's instances x (1 - 1/1.5). Without a known instance no
-        figure is given.
+        hourly price of the workload's instances x (1 - 1/1.5). The figure is attached only where
+        that assumption plausibly holds: a known instance and a model of at least 20M parameters
+        (named in the code, a config.json or the workloads table), whose step is bound by Tensor-Core
+        math. For smaller or unknown models the finding stands but carries no figure, and says why.
     Sources:
         PyTorch AMP recipe (pytorch.org/tutorials/recipes/recipes/amp_recipe.html); NVIDIA A100
         datasheet figures; PyTorch blog "What Every User Should Know About Mixed Precision Training".
@@ -127,8 +132,36 @@ with torch.inference_mode():
 """,
             title="inference only",
         ),
+        Example(
+            {"train.py": """\
+import tensorflow as tf
+tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+model = tf.keras.applications.ResNet50(weights=None)
+opt = tf.keras.optimizers.Adam()
+for images, labels in dataset:
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, model(images)))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+""", "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.2xlarge"\n}\n'},
+            title="TensorFlow with the Keras mixed_bfloat16 policy",
+        ),
     ]
     INVALID = [
+        Example(
+            {"train.py": """\
+import tensorflow as tf
+model = tf.keras.applications.ResNet50(weights=None)
+opt = tf.keras.optimizers.Adam()
+for images, labels in dataset:
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, model(images)))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+""", "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.2xlarge"\n}\n'},
+            expect=[Expect("train.py", 8, ("TensorFlow training loop", "g5.2xlarge"))],
+            title="a TensorFlow GradientTape loop in fp32 on an A10G",
+        ),
         Example(
             """\
 import torch as t
@@ -212,15 +245,31 @@ Trainer(model=model, args=args).train()
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),
-            cost=avoidable(wl, 1 - 1 / AMP_SPEEDUP,
-                           f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)", "medium"),
+            cost=_amp_cost(wl),
             workload=wl.name,
         )
 
 
+def _amp_cost(wl: Workload):
+    assumption = f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)"
+    c = compute_of(wl)
+    if c is None or not c.usd_per_hour:
+        return avoidable(wl, 1 - 1 / AMP_SPEEDUP, assumption)  # says why no price is attached
+    model = wl.resolution.model
+    if model is None:
+        return unpriced(f"No hourly figure: the model's size is not known, and the {AMP_SPEEDUP}x assumed here holds only "
+                        f"where matmul/convolution throughput bounds the step (models of {AMP_MIN_PARAMS / 1e6:.0f}M+ "
+                        f"parameters); name the model in [tool.gpulint.workloads] (model = ...) to get a figure.")
+    if model.params < AMP_MIN_PARAMS:
+        return unpriced(f"No hourly figure: {model.params / 1e6:.1f}M parameters ({model.evidence}) is below the "
+                        f"{AMP_MIN_PARAMS / 1e6:.0f}M where Tensor-Core throughput plausibly bounds the step; data loading "
+                        f"and kernel launches dominate small models, so the {AMP_SPEEDUP}x assumed for larger ones does not apply.")
+    return avoidable(wl, 1 - 1 / AMP_SPEEDUP, f"{assumption}; model {model.params / 1e9:.2f}B parameters ({model.evidence})", "medium")
+
+
 def _what(trains) -> str:
     return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "accelerate": "accelerate training",
-            "deepspeed": "DeepSpeed training", "keras": "Keras training"}.get(trains.value.get("via"), "Training loop")
+            "deepspeed": "DeepSpeed training", "keras": "Keras training", "tensorflow": "TensorFlow training loop"}.get(trains.value.get("via"), "Training loop")
 
 
 def _guidance(wl: Workload) -> str:
@@ -236,6 +285,13 @@ def _guidance(wl: Workload) -> str:
         how = f"use Trainer(precision=\"{'16-mixed' if fp16_only else 'bf16-mixed'}\")"
     elif "deepspeed" in mech:
         how = f"enable the \"{'fp16' if fp16_only else 'bf16'}\" section of the DeepSpeed config"
+    elif "keras" in mech or (training_fact(wl) is not None and training_fact(wl).value.get("via") in ("keras", "tensorflow")):
+        how = (f"set keras.mixed_precision.set_global_policy(\"{'mixed_float16' if fp16_only else 'mixed_bfloat16'}\") before "
+               f"building the model (Keras scales the loss itself with mixed_float16 in model.fit; a custom GradientTape loop "
+               f"wraps its optimizer in keras.mixed_precision.LossScaleOptimizer)")
+    elif fp16_only:
+        how = ("wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.float16) and "
+               "scale the loss with torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(opt); scaler.update())")
     else:
         how = "wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"
     return f"Train in {dtype}: {how}. Run `gpulint explain AMP001` for examples."
@@ -491,8 +547,8 @@ class Tf32NotEnabled(Rule):
         if c is None or c.architecture not in _AMPERE_PLUS:
             return
         trains = trains_on_gpu(wl)
-        if trains is None or trains.value.get("via") == "keras":
-            return
+        if trains is None or trains.value.get("via") in ("keras", "tensorflow"):
+            return  # TensorFlow runs fp32 matmuls on TF32 by default since 2.4
         if wl.resolution.precision.mixed is not False:
             return
         tf32 = [f for f in wl.of("tf32") if f.value.get("what", "matmul") == "matmul" or f.key == "tf32"]

@@ -108,6 +108,8 @@ def test_plugin_rule_runs_beside_builtin_rules(site, repo):
     proc = cli(site, "scan", repo, "--format", "json")
     assert found(proc) == [("XYZ001", "train.py", 9)]
     assert proc.returncode == 1
+    # a plugin that failed to load is named on every scan: its rules silently missing would look like "clean"
+    assert "plugin" in proc.stderr and "failed to load, its rules did not run" in proc.stderr
     # the built-in rules still run although one plugin failed to load
     (repo / "train.py").write_text(TRAIN.replace('    with torch.autocast("cuda", dtype=torch.bfloat16):\n        loss',
                                                  "    if True:\n        loss"))

@@ -36,9 +36,10 @@ INDENT = "    "
 
 # Where the money figures come from; each basis adds its instance, region and price date.
 PRICE_NOTE = (
-    "Figures are estimates, not measurements: prices are Linux on-demand list prices from "
-    "gpulint's bundled instance catalogue (or your [tool.gpulint] overrides); each finding's "
-    "cost basis names the instance, region and date of its price (--show-guidance)."
+    "Figures are estimates, not measurements: prices are Linux list prices from gpulint's bundled "
+    "instance catalogue (or your [tool.gpulint] overrides), on-demand unless the workload runs on "
+    "spot, where the catalogue's observed spot midpoint is used; each finding's cost basis names "
+    "the instance, capacity, region and date of its price (--show-guidance)."
 )
 
 
@@ -120,7 +121,8 @@ def spend_table(result: "ScanResult", paint: _Paint | None = None) -> list[str]:
         return []
     header = ("workload", "instance", "price/h", "avoidable/h")
     table = [header] + [
-        (s.workload, s.instance or "unknown", money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable))
+        (s.workload, (s.instance or "unknown") + (f" ({s.capacity})" if s.capacity == "spot" else ""),
+         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable))
         for s in rows
     ]
     total = round(sum(s.usd_per_hour_avoidable for s in rows), 2)
