@@ -234,3 +234,24 @@ def test_workloads_text_shows_role_device_and_the_job(tmp_path):
     assert "role: training (" in proc.stdout
     assert "device: gpu (the pod requests 8 GPU(s)" in proc.stdout
     assert "also in the job: p5.48xlarge [k8s/jobs.yaml#PyTorchJob/probe-h100/Worker]" in proc.stdout
+
+
+# -- precision set where gpulint did not look before (issue: precision on real repositories) -----------
+def test_precision_set_elsewhere_is_found_and_only_decided_off_fires():
+    doc = scan(FIXTURES / "pr-precision-elsewhere")
+    amp001 = sorted(f["path"] for f in doc["findings"] if f["code"] == "AMP001")
+    assert amp001 == ["src/flag_dtype.py", "src/fp32_loop.py"]
+    flag = next(f for f in doc["findings"] if f["code"] == "AMP001" and f["path"] == "src/flag_dtype.py")
+    assert "--dtype disables it" in flag["message"]
+    wls = {w["name"]: w for w in doc["workloads"]}
+    assert wls["src/gpt_expr.py"]["resolved"]["precision"]["mixed"] is True
+    assert wls["src/qlora.py"]["resolved"]["precision"]["dtypes"] == ["bf16"]
+    assert wls["src/trl_sft.py"]["resolved"]["precision"]["mixed"] is None
+    assert any("TRL >= 0.19" in u for u in wls["src/trl_sft.py"]["unknown"])
+
+
+def test_the_flag_default_decides_when_the_launcher_passes_none(tmp_path):
+    repo = copy("pr-precision-elsewhere", tmp_path)
+    job = repo / "jobs" / "flag_dtype.yaml"
+    job.write_text(job.read_text().replace(" --dtype float32", ""))
+    assert not [f for f in scan(repo)["findings"] if f["code"] == "AMP001" and f["path"] == "src/flag_dtype.py"]

@@ -384,7 +384,8 @@ def _precision(f: _Facts) -> None:
             for arg in args:
                 enabled, dtype = half_precision(f.ev.value(arg, c.scope))
                 if enabled is True or enabled == "by_dtype":
-                    f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, "to")
+                    key = dtype["cli_arg"] if isinstance(dtype, dict) else "to"  # the flag that decides it
+                    f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, key)
                     break
         elif c.attr == "from_pretrained" and (f.kwarg(c, "torch_dtype") is not None or f.kwarg(c, "dtype") is not None):
             v = f.ev.value(f.kwarg(c, "torch_dtype") or f.kwarg(c, "dtype"), c.scope)
