@@ -239,6 +239,7 @@ class Scanner:
             findings=sorted(findings, key=lambda f: f.sort_key()),
             workloads=[workload_json(w) for w in workloads],
             computes=[c.to_json() for _, c in sorted(wctx.computes.items())],
+            hours_per_month=wctx.catalogue.hours_per_month,
             files_scanned=len(results),
             rules=[self.registry.rules[c] for c in sorted(self.registry.rules)],
             enabled={r.code for r in rules},

@@ -189,6 +189,8 @@ register("tf.tfvar", "infra", _obj(("name",), name=STR, value=ANY, auto=BOOL),
 register("tf.module_call", "infra", _obj(("name", "source"), name=STR, source=STR, inputs=_t("object")),
          "A module block: its source and the inputs it passes (values or references).")
 register("infra.budget", "infra", _obj(("resource",), resource=STR, kind=STR), "A budget or spend alarm (aws_budgets_budget, a billing alarm ...).")
+register("infra.gpu_monitoring", "infra", _obj(("via",), via=STR),
+         "GPU utilisation metrics are installed: DCGM exporter, the GPU operator, CloudWatch agent nvidia_gpu, GKE managed DCGM.")
 register("infra.placement_group", "infra", _obj(("resource",), resource=STR, strategy=OPT_STR), "A placement group or collocation policy.")
 
 

@@ -284,8 +284,17 @@ class Resolver:
             if size is not None:
                 return ModelInfo(params=size.params, active_params=size.active_params, evidence=f"{size.evidence} ({f.loc.short()})",
                                  dims=dict(size.dims or {}))
+        served = _served_model(wl)
+        if served is not None:
+            name, launcher = served
+            size = self._size_for_name(name, extra)
+            if size is not None:
+                return ModelInfo(params=size.params, active_params=size.active_params, name=name,
+                                 evidence=f"{size.evidence} (served by {launcher.loc.short()})", dims=dict(size.dims or {}))
+            names = names or [launcher]
         if names:
-            wl.unknown.append(f"model size: {names[0].value!r} is not a known model and carries no size hint; add it under [tool.gpulint.models]")
+            shown = names[0].value if isinstance(names[0].value, str) else served[0] if served else names[0].value
+            wl.unknown.append(f"model size: {shown!r} is not a known model and carries no size hint; add it under [tool.gpulint.models]")
         return None
 
     def _size_for_name(self, name: str, extra: list):
@@ -299,6 +308,29 @@ class Resolver:
                     if f.kind == "model.config":
                         return modelsize.from_hf_config(f.value, source=path)
         return None
+
+
+#: flags that name the model of a model server (vLLM, TGI, SGLang, LMDeploy, TensorRT-LLM serve ...)
+_MODEL_FLAGS = ("--model", "--model-id", "--model_id", "--model-path", "--model_path", "--model-name", "--served-model-name")
+_SERVE_VERBS = ("serve",)
+
+
+def _served_model(wl: Workload) -> tuple[str, Fact] | None:
+    """The model a model-server launcher names (``vllm serve meta-llama/...``, ``--model X``,
+    ``text-generation-launcher --model-id X``), with the launch that names it."""
+    for l in wl.launchers:
+        args = [a for a in (l.value.get("args") or []) if isinstance(a, str)]
+        words = [str(l.value.get("script") or ""), str(l.value.get("module") or "")] + args
+        for i, a in enumerate(args):
+            flag, eq, val = a.partition("=")
+            if flag in _MODEL_FLAGS[:-1]:
+                val = val if eq else (args[i + 1] if i + 1 < len(args) else "")
+                if val and not val.startswith(("-", "$")):
+                    return val, l
+        if any(w in ("vllm", "sglang") or w.endswith(("/vllm", "vllm.entrypoints.cli.main")) for w in words) and args:
+            if args[0] in _SERVE_VERBS and len(args) > 1 and not args[1].startswith("-"):
+                return args[1], l
+    return None
 
 
 def _launch_nodes(wl: Workload) -> int | None:

@@ -30,6 +30,7 @@ class ScanResult:
     enabled: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)  # tracebacks for --verbose
     version: str = __version__
+    hours_per_month: float = 730.0  # [tool.gpulint.pricing] hours-per-month: monthly figures of always-on spend
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}

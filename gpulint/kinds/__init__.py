@@ -73,6 +73,24 @@ def _terraform_json(source: Source) -> list[Fact]:
     return read_json_values(source.tree[0], source.path)
 
 
+_GPU_METRICS = (
+    ("dcgm-exporter", "NVIDIA DCGM exporter"), ("dcgm_exporter", "NVIDIA DCGM exporter"), ("dcgmExporter", "GPU operator DCGM exporter"),
+    ("gpu-operator", "NVIDIA GPU operator (DCGM exporter on by default)"), ("nvidia_gpu", "CloudWatch agent nvidia_gpu metrics"),
+    ("\"DCGM\"", "GKE managed DCGM metrics"), ("'DCGM'", "GKE managed DCGM metrics"), ("dcgm", "NVIDIA DCGM"),
+)
+
+
+def _gpu_monitoring(source: Source) -> list[Fact]:
+    """Where the repository installs GPU utilisation metrics (COST007 reads these): the first marker per file."""
+    low = source.text.lower()
+    for marker, what in _GPU_METRICS:
+        at = low.find(marker.lower())
+        if at >= 0:
+            line = source.text.count("\n", 0, at) + 1
+            return [Fact("infra.gpu_monitoring", {"via": what}, source.loc(line, 1), key=marker)]
+    return []
+
+
 def _python(source: Source) -> list[Fact]:
     from gpulint.kinds.python_facts import python_facts
 
@@ -95,6 +113,8 @@ def gpulint_fact_extractors():
         Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:")),
         Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
         Extractor("terraform-json", ("json",), _terraform_json),
+        Extractor("gpu-monitoring", ("yaml", "json", "terraform", "shell", "dockerfile", "toml"), _gpu_monitoring,
+                  needs=("dcgm", "DCGM", "gpu-operator", "nvidia_gpu")),
         Extractor("shell", ("shell",), _lazy("gpulint.readers.shell", "read_shell")),
         Extractor("dockerfile", ("dockerfile",), _lazy("gpulint.readers.dockerfile", "read_dockerfile")),
         Extractor("makefile", ("makefile",), _lazy("gpulint.readers.makefile", "read_makefile")),

@@ -15,7 +15,7 @@ from typing import Any
 import libcst as cst
 
 from gpulint.model import Fact
-from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, build_index, dotted
+from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, build_index, dotted, literal
 from gpulint.sources import Source
 
 #: cheap text gate: a Python file mentioning none of these cannot hold a fact
@@ -251,6 +251,14 @@ def _training(f: _Facts) -> None:
     for c in ix.method_calls("generate"):
         f.add("inference", {"via": "generate"}, c.node, "generate")
         break
+    for c in ix.method_calls("eval"):
+        if not c.node.args and (c.qualname or "") not in ("eval", "builtins.eval"):
+            f.add("inference", {"via": "eval"}, c.node, "eval")
+            break
+    for c in ix.calls_to("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
+        if literal(c.positional(0)) is False if c.positional(0) is not None else False:
+            f.add("inference", {"via": "set_grad_enabled"}, c.node, c.qualname)
+            break
 
 
 # -- serving -----------------------------------------------------------------------------

@@ -314,7 +314,8 @@ class _Workload:
 
 _TRAINING = "training"
 _SERVING_HINTS = ("vllm", "text-generation-inference", "tritonserver", "torchserve", "sglang", "lmdeploy",
-                  "tensorrt-llm", "trtllm", "ollama", "kserve", "llama.cpp", "tgi-", "/tgi")
+                  "tensorrt-llm", "trtllm", "ollama", "kserve", "llama.cpp", "tgi-", "/tgi", "uvicorn", "gunicorn",
+                  "fastapi", "litserve", "ray serve", "bentoml")
 _NOTEBOOK_HINTS = ("jupyter", "notebook")
 
 
@@ -547,6 +548,7 @@ def _read_pod(sink: FactSink, wl: _Workload) -> None:
             sink.add("env", {"name": item["name"], "value": value}, cpath + ("env", i), launch_target,
                      key=dotted(cpath + ("env", item["name"])), attrs={"container": cname})
         _container_launches(sink, cpath, c, launch_target, cname)
+        _served_model(sink, cpath, c, launch_target)
     if wl.entrypoint:
         script = doc.get(wl.entrypoint)
         multi = "\n" in script
@@ -577,6 +579,31 @@ def _container_launches(sink: FactSink, cpath: tuple, c: dict, target: str, cnam
         at = cpath + parts[idx] if idx is not None else anchor
         key = dotted(anchor) + (f"[{n}]" if idx is not None else "")
         _emit_line(sink, at, off, env, launch, target, key, {"container": cname})
+
+
+#: flags that name the model of a model server (vLLM, TGI, SGLang, LMDeploy, Triton's vLLM backend ...)
+_MODEL_FLAGS = ("--model", "--model-id", "--model_id", "--model-path", "--model_path")
+
+
+def _served_model(sink: FactSink, cpath: tuple, c: dict, target: str) -> None:
+    """``model.name`` from a model server's command line (``--model meta-llama/...``, ``vllm serve NAME``),
+    whether the image's entrypoint or the container's command runs it."""
+    words = [("command", i, w) for i, w in enumerate(as_list(c.get("command")))] + \
+            [("args", i, w) for i, w in enumerate(as_list(c.get("args")))]
+    flat = [(part, i, w) for part, i, w in words if isinstance(w, str)]
+    for n, (part, i, w) in enumerate(flat):
+        flag, eq, val = w.partition("=")
+        at = None
+        if flag in _MODEL_FLAGS:
+            if eq:
+                at = (part, i)
+            elif n + 1 < len(flat):
+                val, at = flat[n + 1][2], (flat[n + 1][0], flat[n + 1][1])
+        elif w == "serve" and n > 0 and flat[n - 1][2].rsplit("/", 1)[-1] in ("vllm", "sglang") and n + 1 < len(flat):
+            val, at = flat[n + 1][2], (flat[n + 1][0], flat[n + 1][1])
+        if at is not None and val and not val.startswith(("-", "$")):
+            sink.add("model.name", val, cpath + at, target)
+            return
 
 
 def shell_value(value: Any) -> str | None:

@@ -39,7 +39,8 @@ PRICE_NOTE = (
     "Figures are estimates, not measurements: prices are Linux list prices from gpulint's bundled "
     "instance catalogue (or your [tool.gpulint] overrides), on-demand unless the workload runs on "
     "spot, where the catalogue's observed spot midpoint is used; each finding's cost basis names "
-    "the instance, capacity, region and date of its price (--show-guidance)."
+    "the instance, capacity, region and date of its price (--show-guidance). The monthly column "
+    "assumes the workload runs every hour of the month; scale it by the hours it really runs."
 )
 
 
@@ -114,24 +115,30 @@ def summary_lines(result: "ScanResult", paint: _Paint) -> list[str]:
     return lines
 
 
+def _per_month(usd_per_hour: float, hours: float) -> str:
+    """The avoidable figure over a month of always-on hours (an upper bound for work that runs less)."""
+    return f"${usd_per_hour * hours:,.0f}"
+
+
 def spend_table(result: "ScanResult", paint: _Paint | None = None) -> list[str]:
     paint = paint or _Paint(False)
     rows = [s for s in result.spend() if usd(s.usd_per_hour_avoidable)]
     if not rows:
         return []
-    header = ("workload", "instance", "price/h", "avoidable/h")
+    hours = result.hours_per_month
+    header = ("workload", "instance", "price/h", "avoidable/h", f"per month ({hours:g} h)")
     table = [header] + [
         (s.workload, (s.instance or "unknown") + (f" ({s.capacity})" if s.capacity == "spot" else ""),
-         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable))
+         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable), _per_month(s.usd_per_hour_avoidable, hours))
         for s in rows
     ]
     total = round(sum(s.usd_per_hour_avoidable for s in rows), 2)
     if len(rows) > 1:
-        table.append(("total", "", "", money(total)))
-    widths = [max(len(r[i]) for r in table) for i in range(4)]
+        table.append(("total", "", "", money(total), _per_month(total, hours)))
+    widths = [max(len(r[i]) for r in table) for i in range(5)]
 
     def fmt(row: tuple[str, ...]) -> str:
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]), row[3].rjust(widths[3])]
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])] + [row[i].rjust(widths[i]) for i in (2, 3, 4)]
         return (INDENT + "  ".join(cells)).rstrip()
 
     out = ["", paint("Estimated avoidable spend per hour the workload runs:", _BOLD), paint(fmt(header), _DIM)]
