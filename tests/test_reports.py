@@ -226,7 +226,7 @@ def test_text_summary_and_spend_table(result):
     assert "Found 4 findings (1 error, 2 warnings, 1 info); 12 files scanned, 2 workloads found." in out
     table = out[out.index("Estimated avoidable spend") :]
     row = [ln for ln in table.splitlines() if ln.strip().startswith("train.py")][0]
-    assert row.split() == ["train.py", "p4d.24xlarge", "$21.96", "$16.45"]  # combined 1-(1-s)^2, not the $21.92 sum
+    assert row.split() == ["train.py", "p4d.24xlarge", "$21.96", "$16.45", "$12,008"]  # combined 1-(1-s)^2, not the $21.92 sum; x 730 h
     assert "estimates" in table and "catalogue" in table and "date" in table
     assert " ".join(table.split()).count(" ".join(PRICE_NOTE.split())) == 1
 
