@@ -2,7 +2,7 @@
 
 import os as _os
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # In a source checkout the built-in rule packs live in the top-level rules/
 # folder and are mapped to gpulint.rules by the packaging (the wheel ships them
