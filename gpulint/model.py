@@ -108,6 +108,36 @@ class Related:
 
 
 @dataclass(frozen=True)
+class Fix:
+    """An edit that resolves a finding, in ruff's terms.
+
+    ``description`` says what the edit changes, in the imperative ("Add
+    pin_memory=True to the DataLoader call"). ``applicability`` is ``safe``
+    (the program does the same thing, only cheaper: applied by ``--fix``) or
+    ``unsafe`` (it may change behaviour or results: applied only with
+    ``--unsafe-fixes``), and ``unsafe_because`` says how. ``edits`` are
+    operations of ``gpulint.fixes`` anchored on the facts the rule judged; they
+    become text edits against the file's current text only when a fix is
+    applied or offered, and a fix whose file would no longer parse is refused.
+    """
+
+    description: str
+    applicability: str  # "safe" | "unsafe"
+    edits: tuple[Any, ...] = ()
+    unsafe_because: str = ""
+
+    @property
+    def safe(self) -> bool:
+        return self.applicability == "safe"
+
+    def to_json(self) -> dict:
+        out = {"description": self.description, "applicability": self.applicability}
+        if self.unsafe_because:
+            out["unsafe_because"] = self.unsafe_because
+        return out
+
+
+@dataclass(frozen=True)
 class Finding:
     code: str
     name: str
@@ -122,6 +152,7 @@ class Finding:
     fingerprint: str = ""
     #: every workload the finding affects (one finding per code, file and line, however many import the code)
     workloads: tuple[str, ...] = ()
+    fix: Fix | None = None
 
     @property
     def affected(self) -> tuple[str, ...]:
@@ -151,6 +182,8 @@ class Finding:
             "workloads": list(self.affected),
             "fingerprint": self.fingerprint,
         }
+        if self.fix is not None:
+            out["fix"] = self.fix.to_json()
         if self.loc.cell is not None:
             out["cell"] = self.loc.cell
             out["cell_line"] = self.loc.cell_line

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
-from gpulint.model import NO_COST, CostImpact, Finding, Location, Related, Severity
+from gpulint.model import NO_COST, CostImpact, Finding, Fix, Location, Related, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.context import FileContext, WorkloadContext
@@ -124,6 +124,7 @@ class Rule:
         related: Iterable[Related] = (),
         workload: str | None = None,
         severity: Severity | None = None,
+        fix: Fix | None = None,
     ) -> Finding:
         return Finding(
             code=self.code,
@@ -136,6 +137,7 @@ class Rule:
             related=tuple(related),
             workload=workload,
             symbol=symbol,
+            fix=fix,
         )
 
     @classmethod

@@ -1,6 +1,7 @@
 """AMP: mixed precision."""
 from __future__ import annotations
 
+from gpulint import fixes
 from gpulint.cost import avoidable, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Related, Severity
@@ -247,6 +248,7 @@ Trainer(model=model, args=args).train()
             guidance=_guidance(wl),
             cost=_amp_cost(wl),
             workload=wl.name,
+            fix=fixes.enable_bf16(at, wl),
         )
 
 
@@ -556,7 +558,8 @@ class Tf32NotEnabled(Rule):
             return  # enabled, or set to a value gpulint cannot decide
         yield self.finding(trains.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores (matmul TF32 is off by default since PyTorch 1.12)",
                            symbol=f"{wl.entrypoint}:tf32", workload=wl.name, related=compute_related(wl),
-                           cost=unpriced("Not added to the total: it overlaps AMP001's saving on the same fp32 matmuls."))
+                           cost=unpriced("Not added to the total: it overlaps AMP001's saving on the same fp32 matmuls."),
+                           fix=fixes.enable_tf32(trains, tf32))
 
 
 @hookimpl

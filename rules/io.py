@@ -1,6 +1,7 @@
 """IO: input pipeline."""
 from __future__ import annotations
 
+from gpulint import fixes
 from gpulint.cost import unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Severity
@@ -140,6 +141,7 @@ for x in loader:
                     f.loc, f"{what} feeding GPU training loads batches in the training process: {how}",
                     symbol=f"{f.key}", workload=wl.name,
                     cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
+                    fix=fixes.num_workers(f),
                 )
 
 
@@ -211,7 +213,8 @@ for x in loader:
             if f.value.get("via") == "torch" and not f.value.get("pin_memory_set") and v.get("pin_memory") is False:
                 yield self.finding(f.loc, "DataLoader feeding CUDA training does not pin host memory (pin_memory not set)",
                                    symbol=f"{f.key}:pin", workload=wl.name,
-                                   cost=unpriced("No hourly figure: the saving is the host-to-device copy time per step."))
+                                   cost=unpriced("No hourly figure: the saving is the host-to-device copy time per step."),
+                                   fix=fixes.pin_memory(f))
 
 
 @hookimpl

@@ -1,6 +1,7 @@
 """NET: multi-GPU and multi-node communication."""
 from __future__ import annotations
 
+from gpulint import fixes
 from gpulint.cost import unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Severity
@@ -118,7 +119,8 @@ for x in loader:
             if isinstance(backend, str) and backend in ("gloo", "mpi"):
                 yield self.finding(f.loc, f"init_process_group uses the {backend} backend for CUDA training; NCCL is the GPU backend",
                                    symbol=f"{f.key}:{backend}", workload=wl.name,
-                                   cost=unpriced("No hourly figure: the slowdown depends on model size and interconnect."))
+                                   cost=unpriced("No hourly figure: the slowdown depends on model size and interconnect."),
+                                   fix=fixes.nccl_backend(f))
 
 
 class DataParallelInsteadOfDDP(Rule):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from gpulint import fixes
 from gpulint.cost import price_basis, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import CostImpact, Fact, Location, Severity
@@ -355,7 +356,7 @@ torchrun --nproc_per_node 2 train.py
             cost = unpriced("Logging volume only; no GPU time is attributed.") if sev else _job_cost(
                 wl, "the part of each step lost to the slower transport is not estimated.")
             yield self.finding(f.loc, msg, symbol=f"{f.key or name}={val}", workload=wl.name, severity=sev,
-                               related=compute_related(wl), cost=cost)
+                               related=compute_related(wl), cost=cost, fix=fixes.remove_env(f))
 
 
 # -- NET003 -----------------------------------------------------------------------------------

@@ -204,23 +204,41 @@ def test_shell_terraform_toml_unsafe_places_and_json_notebooks_have_none():
     assert actions.line_suppression("notebook", ("#",), "{}\n", 0, "X001") is None
 
 
-def test_quick_fix_hook_only_offers_exact_safe_fixes():
-    class Edit:
-        def __init__(self, loc, text):
-            self.loc, self.text = loc, text
+LOADER = """\
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, num_workers=4)
+model = model.cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
 
-    class Fix:
-        title = "Use bf16"
-        safe = True
-        edits = [Edit(Location("train.py", 3, 5, 3, 9), "True")]
 
-    f = Finding("AMP001", "missing-mixed-precision", Severity.WARNING, Location("train.py", 3), "m")
-    assert actions.finding_fix(f) is None  # no built-in rule carries a fix yet
-    object.__setattr__(f, "fix", Fix())
-    title, edits = actions.finding_fix(f)
-    assert title == "Use bf16" and edits[0].start_char == 4 and edits[0].end_char == 8
-    Fix.safe = False
-    assert actions.finding_fix(f) is None
+def _apply_fix(text: str, qf: actions.QuickFix) -> str:
+    for e in sorted(qf.edits, key=lambda e: (e.start_line, e.start_char), reverse=True):
+        text = _apply(text, actions.Edit(e.start_line, e.start_char, e.end_line, e.end_char, e.text))
+    return text
+
+
+def test_quick_fix_is_the_findings_fix_against_the_current_text():
+    f = next(f for f in scan_files({"train.py": LOADER}).findings if f.code == "IO002")
+    qf = actions.finding_fix(f, lambda p: LOADER, lambda p: "python")
+    assert qf.safe and qf.title == "Add pin_memory=True to the DataLoader call (IO002)"
+    fixed = _apply_fix(LOADER, qf)
+    assert "DataLoader(ds, num_workers=4, pin_memory=True)" in fixed
+    assert "IO002" not in [c for c, _ in _codes({"train.py": fixed}, "train.py")]
+    # the buffer moved on since the scan: the fix no longer applies and is not offered
+    assert actions.finding_fix(f, lambda p: "x = 1\n", lambda p: "python") is None
+    assert actions.finding_fix(f.with_(fix=None), lambda p: LOADER, lambda p: "python") is None
+
+
+def test_unsafe_quick_fix_says_so_in_its_title():
+    text = LOADER.replace(", num_workers=4", "")
+    f = next(f for f in scan_files({"train.py": text}).findings if f.code == "IO001")
+    qf = actions.finding_fix(f, lambda p: text, lambda p: "python")
+    assert not qf.safe and qf.title == "Set num_workers=4 (tune it to the CPU cores per GPU) (IO001, unsafe: may change behaviour)"
+    md = convert.hover_markdown([f])
+    assert "**Fix:** Set num_workers=4" in md and "unsafe: worker processes need a picklable dataset" in md
 
 
 # -- the worker ----------------------------------------------------------------------------------
@@ -328,6 +346,36 @@ def test_session_open_change_save_hover_action_shutdown(tmp_path):
         assert "AMP001" not in _codes_of(c.diagnostics[uri])
 
         c.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        assert c.shutdown() == 0
+    finally:
+        c.kill()
+
+
+@pytest.mark.slow
+def test_quick_fix_code_action_edits_the_unsaved_buffer(tmp_path):
+    _write(tmp_path, {"train.py": LOADER})
+    c = _server(tmp_path)
+    try:
+        c.initialize(tmp_path)
+        uri = c.open(tmp_path / "train.py")
+        diags = c.wait_diagnostics(uri, lambda d: "IO002" in _codes_of(d), "IO002 after didOpen")
+        io2 = next(d for d in diags if d["code"] == "IO002")
+        assert io2["data"]["has_fix"] is True
+        # an unsaved edit above the call: the fix is worked out against the buffer, not the file on disk
+        buf = "# tuned for p4d\n" + LOADER
+        c.change_full(uri, buf, 2)
+        diags = c.wait_diagnostics(uri, lambda d: any(x["code"] == "IO002" and x["range"]["start"]["line"] == 2 for x in d),
+                                   "IO002 moved one line down")
+        io2 = next(d for d in diags if d["code"] == "IO002")
+        acts = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": io2["range"],
+                                                     "context": {"diagnostics": [io2]}})
+        fix = next(a for a in acts if a["title"] == "Add pin_memory=True to the DataLoader call (IO002)")
+        assert fix["kind"] == "quickfix" and fix["isPreferred"] is True
+        (edit,) = fix["edit"]["changes"][uri]
+        assert edit["newText"] == ", pin_memory=True"
+        assert edit["range"]["start"] == edit["range"]["end"] == {"line": 2, "character": 37}
+        unsafe = [a for a in acts if "IO001" in a["title"]]
+        assert unsafe == []  # num_workers=4 is set: no IO001 here
         assert c.shutdown() == 0
     finally:
         c.kill()

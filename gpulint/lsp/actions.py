@@ -199,7 +199,7 @@ def file_suppression(kind: str, comment: Sequence[str], text: str, code: str) ->
 
 @dataclass(frozen=True)
 class FixEdit:
-    """One replacement of a quick fix: `loc` (1-based, end exclusive) becomes `text`."""
+    """One replacement of a quick fix, in 0-based lines and code-point columns of file `path`."""
 
     path: str
     start_line: int
@@ -209,22 +209,37 @@ class FixEdit:
     text: str
 
 
-def finding_fix(finding) -> tuple[str, list[FixEdit]] | None:
-    """The quick fix a finding carries, if any.
+@dataclass(frozen=True)
+class QuickFix:
+    title: str
+    edits: tuple[FixEdit, ...]
+    safe: bool
 
-    No built-in rule has one yet. The hook: a rule may attach ``fix`` to its
-    Finding, an object with ``title`` and ``edits`` (each with ``loc``, a
-    Location with an end, and ``text``) and optionally ``safe`` (default
-    True). Only safe fixes whose every edit has an exact range are offered.
+
+def finding_fix(finding, read, kind_of) -> QuickFix | None:
+    """The finding's fix (``gpulint.fixes``) as editor edits against the text the editor has now.
+
+    `read(path)` gives a file's current text (the unsaved buffer when open),
+    `kind_of(path)` its file kind; paths are relative to the scan root. A fix
+    that no longer applies (the code changed since the scan) is not offered.
+    Unsafe fixes are offered too, as `gpulint scan --fix --unsafe-fixes`
+    would apply them: the user picks each one, and the title says it may
+    change behaviour.
     """
+    from gpulint.fixes import FixError, Materializer, line_col
+
     fix = getattr(finding, "fix", None)
-    if fix is None or not getattr(fix, "safe", True):
+    if fix is None:
         return None
-    title = getattr(fix, "title", "") or f"Fix {finding.code}"
-    out: list[FixEdit] = []
-    for e in getattr(fix, "edits", ()) or ():
-        loc, new = getattr(e, "loc", None), getattr(e, "text", None)
-        if loc is None or not isinstance(new, str) or loc.end_line is None or loc.end_column is None or loc.cell is not None:
-            return None
-        out.append(FixEdit(loc.path, loc.line - 1, loc.column - 1, loc.end_line - 1, loc.end_column - 1, new))
-    return (title, out) if out else None
+    try:
+        edits = Materializer(read, kind_of).edits(fix)
+    except FixError:
+        return None
+    out = []
+    for e in edits:
+        text = read(e.path) or ""
+        sl, sc = line_col(text, e.start)
+        el, ec = line_col(text, e.end)
+        out.append(FixEdit(e.path, sl, sc, el, ec, e.new))
+    title = f"{fix.description} ({finding.code})" if fix.safe else f"{fix.description} ({finding.code}, unsafe: may change behaviour)"
+    return QuickFix(title, tuple(out), fix.safe)

@@ -102,6 +102,10 @@ def hover_markdown(findings: Sequence[Finding], root_display: Callable[[Location
             for r in f.related:
                 where = root_display(r.loc) if root_display else r.loc.short()
                 out.append(f"- `{where}`: {one_line(r.message)}")
+        fix = getattr(f, "fix", None)
+        if fix is not None:
+            how = "a quick fix" if fix.safe else f"a quick fix, unsafe: {fix.unsafe_because}"
+            out += ["", f"**Fix:** {fix.description} ({how})"]
         if f.workload:
             out += ["", f"Workload: `{f.workload}` · `gpulint explain {f.code}` for the full rule"]
         else:

@@ -341,19 +341,19 @@ def _code_actions(ls: GpulintLanguageServer, params: types.CodeActionParams) -> 
     seen: set[tuple[str, int | None]] = set()
     for e in entries:
         f = e.finding
-        fix = actions.finding_fix(f)
+        fix = _quick_fix(ls, e)
         if fix is not None:
-            title, edits = fix
+            root = _root_of(e)
             changes: dict[str, list[types.TextEdit]] = {}
-            for fe in edits:
-                target = uri if fe.path == f.loc.path else None
-                if target is None:
-                    changes = {}
-                    break  # fixes that reach into other files are not "local": not offered
-                changes.setdefault(target, []).append(_text_edit(lines, actions.Edit(fe.start_line, fe.start_char, fe.end_line, fe.end_char, fe.text), codec))
+            for fe in fix.edits:
+                target_path = str((root / fe.path).resolve())
+                target = uri if fe.path == f.loc.path else ls_uri(ls, target_path)
+                target_text = text if fe.path == f.loc.path else (_doc_text(ls, target, target_path) or "")
+                changes.setdefault(target, []).append(_text_edit(
+                    target_text.splitlines(), actions.Edit(fe.start_line, fe.start_char, fe.end_line, fe.end_char, fe.text), codec))
             if changes:
-                out.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[e.diagnostic],
-                                            is_preferred=True, edit=types.WorkspaceEdit(changes=changes)))
+                out.append(types.CodeAction(title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[e.diagnostic],
+                                            is_preferred=fix.safe, edit=types.WorkspaceEdit(changes=changes)))
         comment = comment_of.get(e.kind, ("#",))
         line = e.diagnostic.range.start.line
         if (f.code, line) not in seen:
@@ -371,6 +371,42 @@ def _code_actions(ls: GpulintLanguageServer, params: types.CodeActionParams) -> 
                                             diagnostics=[e.diagnostic],
                                             edit=types.WorkspaceEdit(changes={uri: [_text_edit(lines, edit, codec)]})))
     return out
+
+
+def _root_of(e: Entry) -> Path:
+    """The scan root of an entry: its file's absolute path minus the finding's root-relative path."""
+    p = Path(e.path)
+    for _ in Path(e.finding.loc.path).parts:
+        p = p.parent
+    return p
+
+
+def ls_uri(ls: GpulintLanguageServer, path: str) -> str:
+    for uri in ls.workspace.text_documents:
+        fs = to_fs_path(uri)
+        if fs and str(Path(fs).resolve()) == path:
+            return uri
+    return from_fs_path(path) or Path(path).as_uri()
+
+
+def _quick_fix(ls: GpulintLanguageServer, e: Entry) -> actions.QuickFix | None:
+    """The entry's fix, worked out against the documents as the editor has them now."""
+    if e.finding.fix is None:
+        return None
+    root = _root_of(e)
+
+    def read(rel: str) -> str | None:
+        path = str((root / rel).resolve())
+        return _doc_text(ls, ls_uri(ls, path), path)
+
+    def kind_of(rel: str) -> str | None:
+        if rel == e.finding.loc.path:
+            return e.kind
+        from gpulint.discover import Classifier
+
+        return Classifier(ls.host.registry.file_kinds).kind_of(root / rel)
+
+    return actions.finding_fix(e.finding, read, kind_of)
 
 
 def serve(host: PluginHost | None = None) -> int:
