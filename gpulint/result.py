@@ -20,6 +20,45 @@ class WorkloadSpend:
 
 
 @dataclass
+class DiffBase:
+    """``--diff-base REF``: the findings were compared with a scan of the merge base."""
+
+    ref: str
+    commit: str  # the merge base of REF and HEAD
+    base_findings: int  # findings at the merge base
+    new: int  # findings whose fingerprints the merge base does not have (the ones reported)
+    gone: int  # findings of the merge base that are no longer there
+    usd_per_hour_base: float  # avoidable spend at the merge base
+    usd_per_hour_head: float  # avoidable spend of the whole tree now
+    usd_per_hour_new: float  # avoidable spend of the new findings, plus the increase of costlier ones
+    costlier: dict[str, float] = field(default_factory=dict)  # fingerprint -> its $/h at the base, for findings that cost more now
+    priced: list[Finding] = field(default_factory=list)  # the reported findings with the figures that make up the new spend
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "commit": self.commit, "base_findings": self.base_findings, "new_findings": self.new,
+                "costlier_findings": len(self.costlier), "gone_findings": self.gone,
+                "usd_per_hour_avoidable_base": self.usd_per_hour_base, "usd_per_hour_avoidable_head": self.usd_per_hour_head,
+                "usd_per_hour_avoidable_new": self.usd_per_hour_new}
+
+
+@dataclass
+class CostGate:
+    """``--fail-on-cost USD``: the reported findings' avoidable spend against a limit."""
+
+    limit: float
+    total: float  # the summary's avoidable $/h (combined per workload)
+    contributors: list[Finding] = field(default_factory=list)  # the priced findings that make it up
+
+    @property
+    def failed(self) -> bool:
+        return self.total > self.limit
+
+    def to_json(self) -> dict[str, Any]:
+        return {"limit_usd_per_hour": self.limit, "usd_per_hour_avoidable": self.total, "failed": self.failed,
+                "findings": [f.fingerprint for f in self.contributors]}
+
+
+@dataclass
 class ScanResult:
     root: str
     findings: list[Finding] = field(default_factory=list)
@@ -31,6 +70,10 @@ class ScanResult:
     errors: list[str] = field(default_factory=list)  # tracebacks for --verbose
     version: str = __version__
     hours_per_month: float = 730.0  # [tool.gpulint.pricing] hours-per-month: monthly figures of always-on spend
+    diff_base: DiffBase | None = None
+    cost_gate: CostGate | None = None
+    fixable: tuple[int, int] = (0, 0)  # findings --fix would fix, and how many more --unsafe-fixes would
+    fail_on: Severity = Severity.WARNING  # the severity gate of this run (JUnit failures)
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}
@@ -70,12 +113,19 @@ class ScanResult:
                                      compute.get("price_capacity")))
         return out
 
+    def avoidable_total(self) -> float:
+        return round(sum(s.usd_per_hour_avoidable for s in self.spend()), 2)
+
+    def priced(self) -> list[Finding]:
+        """The findings that carry an avoidable figure and count in the summary's total."""
+        return [f for f in self.findings if f.workload and f.cost_impact.usd_per_hour]
+
     def summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "files": self.files_scanned,
             "findings": self.counts(),
             "workloads": len(self.workloads),
-            "usd_per_hour_avoidable": round(sum(s.usd_per_hour_avoidable for s in self.spend()), 2),
+            "usd_per_hour_avoidable": self.avoidable_total(),
             "per_workload": [
                 {
                     "workload": s.workload,
@@ -86,3 +136,8 @@ class ScanResult:
                 for s in self.spend()
             ],
         }
+        if self.diff_base is not None:
+            out["diff_base"] = self.diff_base.to_json()
+        if self.cost_gate is not None:
+            out["cost_gate"] = self.cost_gate.to_json()
+        return out

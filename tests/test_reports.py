@@ -192,7 +192,7 @@ def test_formats_register_through_the_hook():
     import gpulint.reports as reports
 
     host = PluginHost(extra_modules=[reports], use_entry_points=False)
-    assert sorted(host.registry.formats) == ["github", "json", "sarif", "text"]
+    assert sorted(host.registry.formats) == ["github", "gitlab", "json", "junit", "markdown", "sarif", "text"]
     assert all(st.ok for st in host.statuses)
 
 

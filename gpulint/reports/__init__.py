@@ -8,13 +8,16 @@ from __future__ import annotations
 from gpulint.hookspecs import hookimpl
 from gpulint.reports.base import Reporter, ReportError, ReportOptions, render
 from gpulint.reports.github import GithubReporter
+from gpulint.reports.gitlab import GitlabReporter
 from gpulint.reports.json_report import JsonReporter
+from gpulint.reports.junit import JunitReporter
+from gpulint.reports.markdown import MarkdownReporter
 from gpulint.reports.sarif import SarifReporter
 from gpulint.reports.text import TextReporter
 
 
 def builtin_reporters() -> list[Reporter]:
-    return [TextReporter(), JsonReporter(), SarifReporter(), GithubReporter()]
+    return [TextReporter(), JsonReporter(), SarifReporter(), GithubReporter(), GitlabReporter(), JunitReporter(), MarkdownReporter()]
 
 
 @hookimpl
@@ -24,7 +27,10 @@ def gpulint_output_formats():
 
 __all__ = [
     "GithubReporter",
+    "GitlabReporter",
     "JsonReporter",
+    "JunitReporter",
+    "MarkdownReporter",
     "ReportError",
     "ReportOptions",
     "Reporter",

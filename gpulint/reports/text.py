@@ -112,12 +112,48 @@ def summary_lines(result: "ScanResult", paint: _Paint) -> list[str]:
         f"{_plural(len(result.workloads), 'workload')} found."
     ]
     lines.extend(spend_table(result, paint))
+    lines.extend(diff_base_lines(result, paint))
+    lines.extend(cost_gate_lines(result, paint))
+    safe, unsafe = result.fixable
+    if safe or unsafe:
+        hint = []
+        if safe:
+            hint.append(f"{_plural(safe, 'finding')} fixable with `gpulint scan --fix`")
+        if unsafe:
+            hint.append(f"{unsafe} more with `--unsafe-fixes`" if safe else f"{_plural(unsafe, 'finding')} fixable with `--fix --unsafe-fixes`")
+        lines.extend(["", "; ".join(hint) + " (`--diff` shows the edits)."])
     return lines
 
 
 def _per_month(usd_per_hour: float, hours: float) -> str:
     """The avoidable figure over a month of always-on hours (an upper bound for work that runs less)."""
     return f"${usd_per_hour * hours:,.0f}"
+
+
+def diff_base_lines(result: "ScanResult", paint: _Paint) -> list[str]:
+    d = result.diff_base
+    if d is None:
+        return []
+    costlier = f", {len(d.costlier)} costlier than there" if d.costlier else ""
+    return ["", f"Against {d.ref} (merge base {d.commit[:12]}): {_plural(d.new, 'new finding')}{costlier}, {_plural(d.gone, 'finding')} gone; "
+                f"{paint('new avoidable spend: ' + money(d.usd_per_hour_new) + '/h', _BOLD)} "
+                f"(avoidable {money(d.usd_per_hour_base)}/h at {d.ref}, {money(d.usd_per_hour_head)}/h now)."]
+
+
+def cost_gate_lines(result: "ScanResult", paint: _Paint) -> list[str]:
+    g = result.cost_gate
+    if g is None:
+        return []
+    if g.failed:
+        head = paint("Cost gate failed:", _BOLD, _SEVERITY_COLOR["error"]) + f" {money(g.total)}/h avoidable is more than the {money(g.limit)}/h limit."
+    else:
+        head = f"Cost gate passed: {money(g.total)}/h avoidable, limit {money(g.limit)}/h."
+    out = ["", head]
+    if g.failed and g.contributors:
+        out.append(f"{INDENT}made up of (combined per workload):")
+        for f in sorted(g.contributors, key=lambda f: (-(usd(f.cost_impact.usd_per_hour) or 0), f.sort_key())):
+            out.append(f"{INDENT}{INDENT}{money(f.cost_impact.usd_per_hour)}/h  {f.code} {location_prefix(result.root, f)}  ({f.workload})")
+    return out
 
 
 def spend_table(result: "ScanResult", paint: _Paint | None = None) -> list[str]:
