@@ -31,6 +31,16 @@ def _codes(text: str) -> list[str]:
     return [c.strip().upper() for c in text.split(",") if c.strip()]
 
 
+def _usd(text: str) -> float:
+    try:
+        value = float(text.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a dollar amount per hour (like 5 or 12.50)") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the limit must be a finite amount of at least 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gpulint", description="Audit ML training repositories for GPU spend mistakes.")
     p.add_argument("--version", action="version", version=f"gpulint {__version__}")
@@ -38,18 +48,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     scan = sub.add_parser("scan", help="scan directories and files (default: .)")
     scan.add_argument("paths", nargs="*", default=["."], help="directories or files; '-' reads one file from standard input")
-    scan.add_argument("--format", default="text", help="text (default), json, sarif, github")
+    scan.add_argument("--format", "--output-format", dest="format", default="text", metavar="FORMAT",
+                      help="text (default), json, sarif, github, gitlab, junit, markdown")
     scan.add_argument("--output", "-o", type=Path, help="write the report to this file")
     scan.add_argument("--select", type=_codes, help="codes or family prefixes to enable, comma separated (AMP,SPOT001)")
+    scan.add_argument("--extend-select", type=_codes, help="codes or family prefixes to enable on top of the selection")
     scan.add_argument("--ignore", type=_codes, help="codes or family prefixes to disable, comma separated")
     scan.add_argument("--fail-on", choices=[s.value for s in Severity], help="lowest severity that fails the run (default warning)")
-    scan.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    scan.add_argument("--fail-on-cost", type=_usd, metavar="USD",
+                      help="also fail when the reported findings' avoidable spend is more than USD per hour, whatever --fail-on says")
+    scan.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (a --fail-on-cost gate still applies)")
+    scan.add_argument("--diff-base", metavar="REF",
+                      help="report only findings that are new since the merge base of REF and HEAD (scanned in a temporary git worktree)")
+    scan.add_argument("--fix", action="store_true", help="apply the safe fixes, then report what is left")
+    scan.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: also apply fixes that may change behaviour")
+    scan.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them (exit 1 if there is one)")
+    scan.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
     scan.add_argument("--config", type=Path, help="configuration file (default: looked up from the scanned path)")
     scan.add_argument("--baseline", type=Path, help="report only findings not recorded in this baseline")
     scan.add_argument("--write-baseline", type=Path, help="record today's findings in this baseline file")
     scan.add_argument("--no-cache", action="store_true", help="accepted for forward compatibility: gpulint keeps no result cache yet")
     scan.add_argument("--jobs", "-j", type=int, default=1, help="parse and extract facts in N worker processes (default 1)")
     scan.add_argument("--show-guidance", action="store_true", help="text format: guidance and cost under each finding")
+    scan.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                      help="colour the text format: auto (default: on a terminal, FORCE_COLOR forces it, NO_COLOR turns it off)")
     scan.add_argument("--stdin-filename", help="with '-': the path the text read from standard input belongs to")
     scan.add_argument("--quiet", "-q", action="store_true", help="findings only, no summary")
     scan.add_argument("--verbose", "-v", action="store_true", help="tracebacks of rule errors and more detail")
@@ -80,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gpulint import catalogue_cli
 
     catalogue_cli.add_parser(sub)
+    p.subcommands = dict(sub.choices)  # for usage messages of the subcommand a bad option was given to
     return p
 
 
@@ -87,7 +110,10 @@ def main(argv: list[str] | None = None, host: PluginHost | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # answered with the usage of the subcommand it was given to, not the top level's
+            target = parser.subcommands.get(getattr(args, "command", None) or "", parser)
+            target.error(f"unrecognized arguments: {' '.join(extra)}")
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return EXIT_ERROR
@@ -123,7 +149,34 @@ def _config(args, start: Path, host: PluginHost) -> Config:
     return read_config(start, host, getattr(args, "config", None), getattr(args, "select", None), getattr(args, "ignore", None))
 
 
+def _stdin_context(filename: str) -> Path:
+    """The folder whose project gives an editor buffer its context: the buffer's own
+    folder, or its nearest existing parent for a file not saved yet into a new folder."""
+    here = Path(filename).parent
+    if here == Path(""):
+        return Path(".")
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return here
+
+
+def _color(args) -> bool:
+    """--color always/never wins; auto: FORCE_COLOR forces colour, NO_COLOR turns it off (as ruff does),
+    else colour only on a terminal."""
+    if args.color == "always":
+        return True
+    if args.color == "never":
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return args.output is None and sys.stdout.isatty()
+
+
 def cmd_scan(args, host: PluginHost) -> int:
+    from dataclasses import replace
+
     from gpulint.engine import ScanError, ScanRequest, Scanner
     from gpulint.reports import ReportError, ReportOptions, render
 
@@ -134,8 +187,6 @@ def cmd_scan(args, host: PluginHost) -> int:
             raise UsageError("'scan -' needs --stdin-filename PATH (the file the text belongs to)")
         stdin_text = sys.stdin.read()
         paths = [Path(args.stdin_filename)]
-        if not paths[0].parent.exists():
-            raise UsageError(f"{paths[0].parent}: no such directory")
     elif "-" in args.paths:
         raise UsageError("'-' (standard input) cannot be combined with other paths")
     for p in paths:
@@ -146,10 +197,22 @@ def cmd_scan(args, host: PluginHost) -> int:
         raise UsageError("--jobs must be at least 1")
     if args.format not in host.registry.formats:
         raise UsageError(f"unknown format '{args.format}' (known: {', '.join(sorted(host.registry.formats))})")
-    cfg = _config(args, paths[0] if stdin_text is None else paths[0].parent, host)
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        raise UsageError("--unsafe-fixes only means something with --fix or --diff")
+    if args.diff_base and (args.fix or args.diff):
+        raise UsageError("--fix/--diff cannot be combined with --diff-base: fix the tree, then compare it")
+    if args.diff_base and stdin_text is not None:
+        raise UsageError("--diff-base cannot be used with standard input")
+    context = _stdin_context(args.stdin_filename) if stdin_text is not None else None
+    cfg = _config(args, paths[0] if context is None else context, host)
+    if args.extend_select:
+        for code in args.extend_select:
+            if code != "ALL" and not any(r.startswith(code) for r in host.registry.rules):
+                raise UsageError(f"--extend-select: unknown rule code or prefix '{code}' (see `gpulint rules`)")
+        cfg = replace(cfg, extend_select=list(cfg.extend_select) + list(args.extend_select))
     scanner = Scanner(host, cfg)
     req = ScanRequest(
-        paths=paths if stdin_text is None else [paths[0].parent if paths[0].parent != Path("") else Path(".")],
+        paths=paths if context is None else [context],
         select=args.select,
         ignore=args.ignore,
         baseline=args.baseline or (Path(cfg.root or ".") / cfg.baseline if cfg.baseline else None),
@@ -160,6 +223,8 @@ def cmd_scan(args, host: PluginHost) -> int:
     )
     try:
         result, _ = scanner.scan(req)
+        if args.diff_base:
+            result = _against_base(args.diff_base, result, paths, cfg, host, req)
     except ScanError as exc:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -167,23 +232,257 @@ def cmd_scan(args, host: PluginHost) -> int:
         if not st.ok:  # its rules did not run: say so on every scan, not only in `gpulint plugins`
             print(f"gpulint: warning: plugin {st.name} ({st.module}) failed to load, its rules did not run: {st.error}",
                   file=sys.stderr)
-    color = args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    opts = ReportOptions(show_guidance=args.show_guidance, color=color, quiet=args.quiet, verbose=args.verbose)
-    try:
-        text = render(result, args.format, opts, host.registry.formats)
-    except ReportError as exc:
-        raise UsageError(str(exc)) from None
+    fail_on = Severity(args.fail_on) if args.fail_on else cfg.fail_on
+    if args.fix or args.diff:
+        outcome = _run_fixes(args, scanner, req, result)
+        if args.diff:
+            return outcome
+        result = outcome
+    result.fixable = _fixable(scanner, req, result)
+    result.fail_on = fail_on
+    if args.fail_on_cost is not None:
+        from gpulint.result import CostGate
+
+        if result.diff_base is not None:  # against the base: the new spend, with the increase of costlier findings
+            d = result.diff_base
+            result.cost_gate = CostGate(args.fail_on_cost, d.usd_per_hour_new, [f for f in d.priced if usd_of(f) > 0])
+        else:
+            result.cost_gate = CostGate(args.fail_on_cost, result.avoidable_total(), result.priced())
+    opts = ReportOptions(show_guidance=args.show_guidance, color=_color(args), quiet=args.quiet, verbose=args.verbose)
+    if args.statistics:
+        text = _statistics(result, args.format)
+    else:
+        try:
+            text = render(result, args.format, opts, host.registry.formats)
+        except ReportError as exc:
+            raise UsageError(str(exc)) from None
+    out = sys.stderr if (args.fix and stdin_text is not None and not args.output) else sys.stdout
     if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text if text.endswith("\n") or not text else text + "\n", encoding="utf-8")
     elif text:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        out.write(text if text.endswith("\n") else text + "\n")
     if args.verbose and result.errors:
         for tb in result.errors:
             print(tb, file=sys.stderr)
+    gate = result.cost_gate
+    if gate is not None and gate.failed:
+        if args.format != "text" or args.output:  # the text summary says it already
+            print(f"gpulint: cost gate failed: {gate.total:.2f} USD/h avoidable is more than the {gate.limit:g} USD/h limit "
+                  f"({len(gate.contributors)} priced finding(s))", file=sys.stderr)
+        return EXIT_FINDINGS
     if args.exit_zero:
         return EXIT_OK
-    fail_on = Severity(args.fail_on) if args.fail_on else cfg.fail_on
     return EXIT_FINDINGS if any(f.severity.rank >= fail_on.rank for f in result.findings) else EXIT_OK
+
+
+def _against_base(ref: str, result, paths: list[Path], cfg: Config, host: PluginHost, req):
+    """Keep only the findings whose fingerprints the merge base of `ref` and HEAD does not have."""
+    from dataclasses import replace
+
+    from gpulint import diffbase
+    from gpulint.engine import Scanner
+    from gpulint.result import DiffBase, ScanResult
+
+    try:
+        top = diffbase.repo_top(paths[0])
+        commit = diffbase.merge_base(top, ref)
+        with diffbase.worktree(top, commit) as tree:
+            base_paths = [diffbase.map_path(p, top, tree) for p in paths]
+            existing = [p for p in base_paths if p.exists()]
+            if existing:
+                base_req = replace(req, paths=existing, write_baseline=None, buffers={})
+                base, _ = Scanner(host, diffbase.map_config(cfg, top, tree)).scan(base_req)
+            else:  # every path given is new since the base
+                base = ScanResult(root=str(tree))
+    except diffbase.DiffBaseError as exc:
+        raise UsageError(str(exc)) from None
+    was = {f.fingerprint: usd_of(f) for f in base.findings}
+    now = {f.fingerprint for f in result.findings}
+    reported, priced, costlier = [], [], {}
+    for f in result.findings:
+        if f.fingerprint not in was:
+            reported.append(f)
+            priced.append(f)
+        elif usd_of(f) - was[f.fingerprint] >= 0.01:
+            # the same finding, more expensive now (a bigger instance): the increase is new spend
+            reported.append(f)
+            costlier[f.fingerprint] = was[f.fingerprint]
+            priced.append(f.with_(cost_impact=replace(f.cost_impact, usd_per_hour=round(usd_of(f) - was[f.fingerprint], 2))))
+    head_total = result.avoidable_total()
+    new_spend = ScanResult(root=result.root, findings=priced, workloads=result.workloads).avoidable_total()
+    result.findings = reported
+    result.diff_base = DiffBase(ref, commit, len(base.findings), len(reported) - len(costlier), len(set(was) - now),
+                                base.avoidable_total(), head_total, new_spend, costlier, priced)
+    return result
+
+
+def usd_of(f) -> float:
+    v = f.cost_impact.usd_per_hour
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _fix_io(scanner, req):
+    """How fixes read files (unsaved buffers and standard input first), learn their kind and check they still parse."""
+    from gpulint.engine import analyze_file
+
+    root = Path(scanner.last_root)
+    stdin_rel = _stdin_rel(req, root)
+
+    def read(rel: str) -> str | None:
+        if stdin_rel is not None and rel == stdin_rel:
+            return req.stdin_text
+        buf = req.buffers.get(str(root / rel))
+        if buf is not None:
+            return buf
+        try:
+            return (root / rel).read_bytes().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def kind_of(rel: str) -> str | None:
+        r = scanner.last_results.get(rel)
+        if r is not None:
+            return r.kind
+        from gpulint.discover import Classifier
+
+        return Classifier(scanner.registry.file_kinds).kind_of(root / rel)
+
+    def check(rel: str, text: str) -> str | None:
+        kind = kind_of(rel)
+        if not kind:
+            return None
+        res = analyze_file(rel, text, kind, scanner.registry, scanner.config, [], force=True)
+        broken = [f for f in res.findings if f.code in ("SYS001", "SYS002")]
+        return broken[0].message if broken else None
+
+    return read, kind_of, check, stdin_rel
+
+
+def _stdin_rel(req, root: Path) -> str | None:
+    if not req.stdin_filename:
+        return None
+    from gpulint.engine import _rel
+
+    return _rel(Path(req.stdin_filename), root)
+
+
+def _fixable(scanner, req, result) -> tuple[int, int]:
+    """Count the findings whose fix applies to the text as it is now, and drop the
+    fix from those where it does not (a value computed at run time, code that moved),
+    so no report offers a fix that --fix would refuse."""
+    from gpulint.fixes import FixError, Materializer
+
+    if not any(f.fix is not None for f in result.findings):
+        return (0, 0)
+    read, kind_of, _, _ = _fix_io(scanner, req)
+    mat = Materializer(read, kind_of)
+    safe = unsafe = 0
+    kept = []
+    for f in result.findings:
+        if f.fix is not None:
+            try:
+                mat.edits(f.fix)
+            except FixError:
+                f = f.with_(fix=None)
+            else:
+                if f.fix.safe:
+                    safe += 1
+                else:
+                    unsafe += 1
+        kept.append(f)
+    result.findings = kept
+    return safe, unsafe
+
+
+MAX_FIX_PASSES = 4
+
+
+def _run_fixes(args, scanner, req, result):
+    """--fix / --diff: apply fixes in passes (each pass re-scans the fixed text in memory,
+    so fixes that touched the same code land in the next pass), then write the files,
+    or print the diff. Returns the final result (--fix) or the exit code (--diff)."""
+    from dataclasses import replace
+
+    from gpulint.fixes import plan_fixes, unified_diff
+
+    read, kind_of, check, stdin_rel = _fix_io(scanner, req)
+    root = Path(scanner.last_root)
+    originals: dict[str, str] = {}
+    current: dict[str, str] = {}
+    applied = []
+    refused: list = []
+    unsafe_left = 0
+    for _ in range(MAX_FIX_PASSES):
+        plan = plan_fixes(result.findings, read, kind_of, check, unsafe=args.unsafe_fixes,
+                          only_paths={stdin_rel} if stdin_rel is not None else None)
+        refused = plan.refused
+        unsafe_left = plan.unsafe_available
+        if not plan.texts:
+            break
+        buffers = dict(req.buffers)
+        for rel, text in plan.texts.items():
+            originals.setdefault(rel, plan.originals[rel])
+            current[rel] = text
+            buffers[str(root / rel)] = text
+        applied += plan.applied
+        req = replace(req, buffers=buffers, write_baseline=None if args.diff else req.write_baseline,
+                      stdin_text=current.get(stdin_rel, req.stdin_text) if stdin_rel is not None else None)
+        result, _ = scanner.scan(req)
+        read, kind_of, check, stdin_rel = _fix_io(scanner, req)
+    left = {f.fingerprint for f in result.findings}
+    stuck = [f for f in applied if f.fingerprint in left and f.code not in ("SYS004",)]
+    files = sorted(p for p in current if current[p] != originals[p])
+    verb = "Would fix" if args.diff else "Fixed"
+    n = len(applied)
+    msg = f"gpulint: {verb} {n} finding{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''}"
+    if unsafe_left and not args.unsafe_fixes:
+        msg += f" ({unsafe_left} more with --unsafe-fixes)"
+    print(msg + ".", file=sys.stderr)
+    for f, why in refused:
+        print(f"gpulint: not fixed: {f.code} {f.loc.path}:{f.loc.line}: {why}", file=sys.stderr)
+    for f in stuck:
+        print(f"gpulint: the fix of {f.code} at {f.loc.path}:{f.loc.line} did not remove the finding; please report it", file=sys.stderr)
+    if args.diff:
+        diff = unified_diff(originals, {p: current[p] for p in files})
+        if diff:
+            sys.stdout.write(diff)
+        return EXIT_FINDINGS if diff else EXIT_OK
+    for rel in files:
+        if rel == stdin_rel:
+            continue
+        path = root / rel
+        data = current[rel]
+        raw = path.read_bytes()
+        if raw.startswith(b"\xef\xbb\xbf"):  # keep a byte-order mark the file had
+            path.write_bytes(b"\xef\xbb\xbf" + data.encode("utf-8"))
+        else:
+            path.write_bytes(data.encode("utf-8"))
+    if stdin_rel is not None:
+        sys.stdout.write(current.get(stdin_rel, req.stdin_text or ""))
+    return result
+
+
+def _statistics(result, fmt: str) -> str:
+    """Findings per rule, most frequent first, as `ruff --statistics` prints them."""
+    from collections import Counter
+
+    counts = Counter(f.code for f in result.findings)
+    names = {f.code: f.name for f in result.findings}
+    fixable = {}
+    for f in result.findings:
+        if f.fix is not None:
+            fixable[f.code] = "safe" if f.fix.safe or fixable.get(f.code) == "safe" else "unsafe"
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if fmt == "json":
+        return json.dumps([{"code": c, "name": names[c], "count": n, "fixable": c in fixable,
+                            "applicability": fixable.get(c)} for c, n in rows], indent=2)
+    if not rows:
+        return ""
+    width = max(len(str(n)) for _, n in rows)
+    cw = max(len(c) for c, _ in rows)
+    mark = {"safe": "[*]", "unsafe": "[-]"}
+    return "\n".join(f"{n:>{width}}\t{c:<{cw}}\t{mark.get(fixable.get(c), '[ ]')} {names[c]}" for c, n in rows)
 
 
 def cmd_rules(args, host: PluginHost) -> int:

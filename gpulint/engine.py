@@ -351,7 +351,13 @@ class Scanner:
                 for s in entries:
                     out += [k for k in map(keep, _unused(s, enabled, known)) if k is not None]
         if report_only is not None:
-            out = [f for f in out if f.loc.path in report_only or any(f.loc.path.startswith(d) for d in report_only if d.endswith("/"))]
+            def given(path: str) -> bool:
+                return path in report_only or any(path.startswith(d) for d in report_only if d.endswith("/"))
+
+            # a given infrastructure, launcher or config file also reports the findings that name it as
+            # evidence (the main.tf that turns on spot for train.py); a given script reports its own
+            evidence = {p for p in report_only if p in results and results[p].kind not in CODE_KINDS}
+            out = [f for f in out if given(f.loc.path) or any(r.loc.path in evidence for r in f.related)]
         return out
 
 

@@ -74,12 +74,23 @@ def test_stdin_syntax_error_is_sys001(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["-"], "--stdin-filename"),
     (["-", "train.py", "--stdin-filename", "train.py"], "cannot be combined"),
-    (["-", "--stdin-filename", "nowhere/train.py"], "no such directory"),
 ])
 def test_stdin_usage_errors(tmp_path, args, message):
     proc = run_cli("scan", *args, cwd=tmp_path, input_text="import torch\n")
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_stdin_filename_in_a_folder_not_created_yet(tmp_path):
+    """An editor buffer saved nowhere yet (a new folder): checked with the project around it as context."""
+    repo = copy_fixture("pytorch-fp32-loop", tmp_path)
+    buf = (repo / "train.py").read_text()
+    proc = run_cli("scan", "-", "--stdin-filename", "experiments/new/train.py", "--format", "json", cwd=repo, input_text=buf)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {f["path"] for f in data["findings"]} == {"experiments/new/train.py"}
+    assert "AMP001" in {f["code"] for f in data["findings"]}
+    assert not (repo / "experiments").exists()
 
 
 # -- files one by one (pre-commit) ------------------------------------------------------------
@@ -97,11 +108,28 @@ def test_file_in_a_subdirectory_keeps_its_repository_path(tmp_path):
     assert proc.stdout.startswith("seg/augment.py:11:16: SYS001")
 
 
-def test_passing_only_the_launcher_reports_nothing_for_train_py(tmp_path):
+def test_passing_only_the_launcher_reports_the_findings_it_is_evidence_for(tmp_path):
+    # AMP001 sits on the accelerate config and names the launcher that starts the workload as a
+    # related location: a commit that touches only the launcher is told about it
     repo = copy_fixture("accelerate-no-mp", tmp_path, git=True)
     proc = run_cli("scan", "scripts/train.sh", "--format", "json", cwd=repo)
-    assert proc.returncode == 0
-    assert findings(proc) == []
+    assert proc.returncode == 1
+    assert findings(proc) == [("AMP001", "configs/accelerate.yaml", 8)]
+    assert any(r["path"] == "scripts/train.sh" for r in json.loads(proc.stdout)["findings"][0]["related"])
+
+
+def test_only_infrastructure_changed_reports_the_findings_it_holds_evidence_for(tmp_path):
+    """pre-commit passes only main.tf, which turns on spot: SPOT001 sits on train.py, whose
+    related location is the spot setting, so it is reported; unrelated findings are not."""
+    repo = copy_fixture("wl-terraform-aws", tmp_path, git=True)
+    everything = json.loads(run_cli("scan", ".", "--format", "json", cwd=repo).stdout)["findings"]
+    tf = [p for p in {r["path"] for f in everything for r in f["related"]} if p.endswith(".tf")]
+    assert tf, "the fixture's findings name no Terraform"
+    proc = run_cli("scan", tf[0], "--format", "json", cwd=repo)
+    got = json.loads(proc.stdout)["findings"]
+    assert got and all(f["path"] == tf[0] or any(r["path"] == tf[0] for r in f["related"]) for f in got)
+    assert {f["fingerprint"] for f in got} == {f["fingerprint"] for f in everything
+                                               if f["path"] == tf[0] or any(r["path"] == tf[0] for r in f["related"])}
 
 
 def test_passing_only_the_launcher_keeps_the_repository_as_context(tmp_path):
@@ -205,6 +233,52 @@ def test_colour_on_a_terminal_and_off_with_no_color():
     proc = subprocess.run([sys.executable, "-m", "gpulint", "scan", "."], capture_output=True, text=True,
                           cwd=FIXTURES / "pytorch-fp32-loop", env={k: v for k, v in os.environ.items() if k != "NO_COLOR"})
     assert "\x1b[" not in proc.stdout
+
+
+def test_color_always_never_and_the_environment():
+    cwd = FIXTURES / "pytorch-fp32-loop"
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+
+    def run(*args, **extra):
+        return subprocess.run([sys.executable, "-m", "gpulint", "scan", ".", *args], capture_output=True, text=True,
+                              cwd=cwd, env={**env, **extra}).stdout
+
+    assert "\x1b[" in run("--color", "always")
+    assert "\x1b[" in run("--color", "always", NO_COLOR="1")  # the option wins over the environment
+    assert "\x1b[" not in run()  # auto: not a terminal
+    assert "\x1b[" in run(FORCE_COLOR="1")  # as ruff: FORCE_COLOR forces it, even with NO_COLOR
+    assert "\x1b[" in run(FORCE_COLOR="1", NO_COLOR="1")
+    assert "\x1b[" not in run("--color", "never", FORCE_COLOR="1")
+    assert "\x1b[" not in _run_on_tty(["scan", ".", "--color", "never"], {})
+    assert "\x1b[" not in run("--color", "always", "--format", "json")  # machine formats never colour
+
+
+def test_output_format_is_an_alias_of_format():
+    cwd = FIXTURES / "pytorch-fp32-loop"
+    a = run_cli("scan", ".", "--output-format", "json", cwd=cwd)
+    b = run_cli("scan", ".", "--format", "json", cwd=cwd)
+    assert a.stdout == b.stdout and json.loads(a.stdout)["findings"]
+
+
+def test_extend_select_adds_to_the_selection():
+    cwd = FIXTURES / "pytorch-fp32-loop"
+    only_io = {c for c, _, _ in findings(run_cli("scan", ".", "--select", "IO", "--format", "json", cwd=cwd))}
+    assert only_io == {"IO001", "IO002"}
+    more = {c for c, _, _ in findings(run_cli("scan", ".", "--select", "IO", "--extend-select", "AMP001", "--format", "json", cwd=cwd))}
+    assert more == {"IO001", "IO002", "AMP001"}
+    bad = run_cli("scan", ".", "--extend-select", "NOPE9", cwd=cwd)
+    assert bad.returncode == 2 and "--extend-select: unknown rule code or prefix 'NOPE9'" in bad.stderr
+
+
+@pytest.mark.parametrize("argv,usage", [
+    (["scan", "--bogus", "."], "usage: gpulint scan"),
+    (["rules", "--nope"], "usage: gpulint rules"),
+    (["workloads", ".", "--fix"], "usage: gpulint workloads"),
+])
+def test_unknown_option_is_answered_with_the_subcommands_usage(argv, usage):
+    proc = run_cli(*argv, cwd=FIXTURES / "pytorch-fp32-loop")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(usage) and "unrecognized arguments: " + argv[1 if argv[1].startswith("-") else 2] in proc.stderr
 
 
 # -- other commands ---------------------------------------------------------------------------
