@@ -60,7 +60,92 @@ def test_hooks_file_declares_gpulint():
     assert hook["entry"] == "gpulint scan"
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is True and hook["require_serial"] is True
-    assert {"python", "jupyter", "yaml", "json", "toml", "terraform", "shell", "dockerfile"} <= set(hook["types_or"])
+    assert hook["types"] == ["text"] and "types_or" not in hook  # chosen by name: see the filter test below
+
+
+# Every name gpulint's file kinds claim (one sample per glob of gpulint.kinds), and names it does not.
+def _claimed_samples() -> list[str]:
+    from gpulint.testing import default_host
+
+    out = []
+    for kind in default_host().registry.file_kinds:
+        for glob in kind.globs:
+            out.append(("sub/" if len(out) % 2 else "") + glob.replace("*", "x"))
+    return out
+
+
+NOT_CLAIMED = ["README.md", "docs/guide.rst", "data.csv", "setup.cfg", ".gitignore"]
+
+
+def _local_hook_repo(path: Path, env, hook: dict, entry: str) -> Path:
+    """A repository whose .pre-commit-config.yaml runs `entry` with gpulint's own file filter
+    (files/types/types_or/exclude of .pre-commit-hooks.yaml): pre-commit's real matching, no venv build."""
+    local = {"id": "filter", "name": "gpulint filter", "entry": entry, "language": "system", "pass_filenames": True,
+             "verbose": True, "require_serial": True}
+    for key in ("files", "exclude", "types", "types_or", "exclude_types"):
+        if key in hook:
+            local[key] = hook[key]
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", env=env)
+    (path / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [local]}]}))
+    return path
+
+
+def test_hook_filter_passes_every_file_gpulint_reads_and_only_those(tmp_path, env):
+    """pre-commit's type tags miss non-executable .sbatch/.slurm scripts and launch scripts without an
+    extension; the hook selects files by the names gpulint's file kinds claim instead."""
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    repo = _local_hook_repo(tmp_path / "proj", env, hook, f"{sys.executable} -c \"import sys; print('PASSED:' + '|'.join(sys.argv[1:]))\"")
+    claimed = _claimed_samples()
+    for name in claimed + NOT_CLAIMED:
+        p = repo / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/bash\n#SBATCH --nodes=2\necho hi\n" if "sbatch" in name or "slurm" in name else "x = 1\n")
+        p.chmod(0o644)  # job scripts submitted with sbatch are rarely executable
+    (repo / "launch").write_text("#!/bin/bash\ntorchrun train.py\n")  # a shebang script without extension
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0binary")
+    git(repo, "add", "-A", env=env)
+    proc = subprocess.run([*_pre_commit(), "run", "--all-files"], cwd=repo, capture_output=True, text=True, env=env, timeout=300)
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("PASSED:"))
+    passed = set(line[len("PASSED:"):].split("|"))
+    jobs = {n for n in claimed if n.endswith((".sbatch", ".slurm"))}
+    assert len(jobs) == 2 and jobs <= passed  # non-executable Slurm job scripts reach the hook
+    assert set(claimed) <= passed, sorted(set(claimed) - passed)
+    assert "launch" in passed
+    assert not passed & set(NOT_CLAIMED + ["logo.png"]), sorted(passed & set(NOT_CLAIMED))
+
+
+SPOT_TRAIN = """\
+import torch
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+"""
+ON_DEMAND = 'resource "aws_instance" "trainer" {\n  ami           = "ami-0abc"\n  instance_type = "p4d.24xlarge"\n}\n'
+SPOT = ON_DEMAND.replace('"p4d.24xlarge"\n', '"p4d.24xlarge"\n  instance_market_options {\n    market_type = "spot"\n  }\n')
+
+
+def test_hook_reports_what_an_infrastructure_only_change_causes(tmp_path, env):
+    """A commit that only turns on spot in main.tf: the hook gets main.tf alone, and reports the
+    finding on train.py (no checkpoints) whose related location is the spot setting."""
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    repo = _local_hook_repo(tmp_path / "proj", env, hook, f"{sys.executable} -m gpulint scan")
+    (repo / "train.py").write_text(SPOT_TRAIN)
+    (repo / "infra").mkdir()
+    (repo / "infra" / "main.tf").write_text(ON_DEMAND)
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-qm", "on demand", env=env)
+    clean = subprocess.run([*_pre_commit(), "run", "--files", "infra/main.tf"], cwd=repo, capture_output=True, text=True, env=env, timeout=300)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    (repo / "infra" / "main.tf").write_text(SPOT)
+    git(repo, "add", "infra/main.tf", env=env)
+    proc = subprocess.run([*_pre_commit(), "run"], cwd=repo, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "train.py:" in proc.stdout and "SPOT001" in proc.stdout and "spot" in proc.stdout
 
 
 def test_try_repo_fails_on_fp32_training_and_passes_after_the_fix(tmp_path, env):
