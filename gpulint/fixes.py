@@ -124,12 +124,22 @@ class Materializer:
         self.read = read
         self.kind_of = kind_of
         self._py: dict[str, tuple[str, Any, Any]] = {}
+        self._texts: dict[str, str] = {}  # a materializer lives for one look at the files
+        self._starts: dict[str, list[int]] = {}
 
     def text(self, path: str) -> str:
-        t = self.read(path)
+        t = self._texts.get(path)
         if t is None:
-            raise FixError(f"{path} cannot be read")
+            t = self.read(path)
+            if t is None:
+                raise FixError(f"{path} cannot be read")
+            self._texts[path] = t
         return t
+
+    def starts(self, path: str) -> list[int]:
+        if path not in self._starts:
+            self._starts[path] = _line_starts(self.text(path))
+        return self._starts[path]
 
     def edits(self, fix: Fix) -> list[TextEdit]:
         out: list[TextEdit] = []
@@ -168,15 +178,53 @@ class Materializer:
                 raise FixError(f"{path} does not parse: {exc.message}") from None
             cached = (text, wrapper.module, wrapper.resolve(PositionProvider))
             self._py[path] = cached
-        return cached[0], cached[1], cached[2], _line_starts(cached[0])
-
-    @staticmethod
-    def _offset(starts: list[int], line: int, col0: int) -> int:
-        return starts[line - 1] + col0
+        return cached[0], cached[1], cached[2], self.starts(path)
 
     def _node_at(self, loc: Location, types: tuple[type, ...]):
+        """The node of one of `types` the location spans, and a function giving any node's span
+        as file offsets. The fact's exact range is parsed on its own (a call or a statement is
+        valid source by itself): a fix costs a parse of a few lines, not of the whole file."""
         if loc.cell is not None:
             raise FixError("notebook cells are not edited")
+        if not loc.path.endswith(_PYTHON):
+            raise FixError(f"{loc.path}: only Python source files are edited (not notebooks)")
+        text = self.text(loc.path)
+        starts = self.starts(loc.path)
+        if loc.end_line is not None and loc.end_column is not None and loc.end_line <= len(starts):
+            found = self._snippet_node(text, starts, loc, types)
+            if found is not None:
+                return (text, *found)
+        return (text, *self._module_node(loc, types))
+
+    def _snippet_node(self, text: str, starts: list[int], loc: Location, types: tuple[type, ...]):
+        import libcst as cst
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        begin = starts[loc.line - 1] + loc.column - 1
+        end = starts[loc.end_line - 1] + loc.end_column - 1
+        snippet = text[begin:end]
+        try:
+            wrapper = MetadataWrapper(cst.parse_module(snippet))
+        except cst.ParserSyntaxError:
+            return None
+        body = wrapper.module.body
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+            return None
+        node = body[0].body[0]
+        if isinstance(node, cst.Expr):
+            node = node.value
+        if not isinstance(node, types):
+            return None
+        pos = wrapper.resolve(PositionProvider)
+        rel = _line_starts(snippet) or [0]
+
+        def span(n) -> tuple[int, int]:
+            r = pos[n]
+            return begin + rel[r.start.line - 1] + r.start.column, begin + rel[r.end.line - 1] + r.end.column
+
+        return node, span
+
+    def _module_node(self, loc: Location, types: tuple[type, ...]):
         text, module, pos, starts = self._python(loc.path)
         hits = []
         for node, rng in pos.items():
@@ -188,17 +236,18 @@ class Materializer:
         if not hits:
             raise FixError(f"{loc.path}:{loc.line}: the code the finding points at has changed")
         # `f(a)(b)`: the outer and inner calls start together; the longest span is the one the fact names
-        node, rng = max(hits, key=lambda h: (h[1].end.line, h[1].end.column))
-        return text, pos, starts, node, rng
+        node, _ = max(hits, key=lambda h: (h[1].end.line, h[1].end.column))
 
-    def _span(self, pos, starts, node) -> tuple[int, int]:
-        r = pos[node]
-        return self._offset(starts, r.start.line, r.start.column), self._offset(starts, r.end.line, r.end.column)
+        def span(n) -> tuple[int, int]:
+            r = pos[n]
+            return starts[r.start.line - 1] + r.start.column, starts[r.end.line - 1] + r.end.column
+
+        return node, span
 
     def _set_keyword(self, op: SetKeyword) -> TextEdit:
         import libcst as cst
 
-        text, pos, starts, call, rng = self._node_at(op.loc, (cst.Call,))
+        text, call, span = self._node_at(op.loc, (cst.Call,))
         current = None
         for i, arg in enumerate(call.args):
             if arg.keyword is not None and arg.keyword.value == op.name:
@@ -207,31 +256,38 @@ class Materializer:
             if arg.keyword is None and not arg.star and op.positional is not None and i == op.positional:
                 current = arg
         if current is not None:
+            s, e = span(current.value)
             value = _literal(current.value)
             if value is _NOT_LITERAL or not any(_same(value, r) for r in op.replace):
-                raise FixError(f"{op.name} is set to {_code(text, pos, starts, current.value)!s}, which gpulint does not change")
-            s, e = self._span(pos, starts, current.value)
+                raise FixError(f"{op.name} is set to {text[s:e]}, which gpulint does not change")
             return TextEdit(op.loc.path, s, e, _render(op.value, current.value))
         if not op.add:
             raise FixError(f"{op.name} is not given")
         new = f"{op.name}={_render(op.value)}"
-        call_start, call_end = self._span(pos, starts, call)
+        call_start, call_end = span(call)
         if not call.args:
             close = text.rfind(")", call_start, call_end)
             if close < 0:
                 raise FixError("the call has no closing parenthesis")
             return TextEdit(op.loc.path, close, close, new)
         last = call.args[-1]
-        _, last_end = self._span(pos, starts, last.value)
-        if not isinstance(last.comma, cst.Comma) or last.comma not in pos:
+        last_start = span(last)[0]
+        _, last_end = span(last.value)
+        if not isinstance(last.comma, cst.Comma):
+            close = text.rfind(")", last_end, call_end)
+            before = span(call.args[-2])[1] if len(call.args) > 1 else call_start
+            if "\n" in text[last_end:close] and "\n" in text[before:last_start]:
+                # one argument per line, the parenthesis on a line of its own: the new one gets its own line
+                line_start = text.rfind("\n", 0, last_start) + 1
+                indent = re.match(r"[ \t]*", text[line_start:]).group(0)
+                return TextEdit(op.loc.path, last_end, last_end, f",\n{indent}{new}")
             return TextEdit(op.loc.path, last_end, last_end, f", {new}")
         # a trailing comma: the new argument goes after it, on a line of its own if the call is laid out so
-        comma_start, _ = self._span(pos, starts, last.comma)
-        after_comma = text.index(",", comma_start) + 1
+        after_comma = text.index(",", last_end) + 1
         close = text.rfind(")", after_comma, call_end)
         newline = text.find("\n", after_comma, close)
         if newline >= 0:  # after the line of the last argument, comment included
-            line_start = text.rfind("\n", 0, self._span(pos, starts, last)[0]) + 1
+            line_start = text.rfind("\n", 0, last_start) + 1
             indent = re.match(r"[ \t]*", text[line_start:]).group(0)
             return TextEdit(op.loc.path, newline + 1, newline + 1, f"{indent}{new},\n")
         return TextEdit(op.loc.path, after_comma, after_comma, f" {new},")
@@ -239,7 +295,7 @@ class Materializer:
     def _set_assigned(self, op: SetAssignedValue) -> TextEdit:
         import libcst as cst
 
-        text, pos, starts, node, _ = self._node_at(op.loc, (cst.Assign, cst.AnnAssign, cst.SimpleStatementLine))
+        text, node, span = self._node_at(op.loc, (cst.Assign, cst.AnnAssign, cst.SimpleStatementLine))
         if isinstance(node, cst.SimpleStatementLine):
             inner = [n for n in node.body if isinstance(n, (cst.Assign, cst.AnnAssign))]
             if len(inner) != 1:
@@ -247,10 +303,10 @@ class Materializer:
             node = inner[0]
         if node.value is None:
             raise FixError("the assignment has no value")
+        s, e = span(node.value)
         value = _literal(node.value)
         if value is _NOT_LITERAL or not any(_same(value, r) for r in op.replace):
-            raise FixError(f"the assigned value {_code(text, pos, starts, node.value)} is not one gpulint changes")
-        s, e = self._span(pos, starts, node.value)
+            raise FixError(f"the assigned value {text[s:e]} is not one gpulint changes")
         return TextEdit(op.loc.path, s, e, _render(op.value, node.value))
 
     def _insert_after_imports(self, op: InsertAfterImports) -> list[TextEdit]:
@@ -490,13 +546,6 @@ def _render(value: Any, like=None) -> str:
     return repr(value)
 
 
-def _code(text, pos, starts, node) -> str:
-    r = pos[node]
-    s = starts[r.start.line - 1] + r.start.column
-    e = starts[r.end.line - 1] + r.end.column
-    return text[s:e]
-
-
 def _dotted(node) -> str:
     import libcst as cst
 
@@ -686,9 +735,18 @@ def num_workers(fact: Fact) -> Fix | None:
                "separately and multiply host memory; code that relies on loading in the main process changes behaviour")
 
 
-def nccl_backend(fact: Fact) -> Fix | None:
-    """NET005: ``init_process_group(backend="nccl")`` instead of gloo/mpi."""
+def nccl_backend(fact: Fact, wl: Any) -> Fix | None:
+    """NET005: ``init_process_group(backend="nccl")`` instead of gloo/mpi, for CUDA-only code.
+
+    Code that also sets up NCCL elsewhere, or says it runs on the CPU, chose Gloo on purpose
+    for that path (``"nccl" if torch.cuda.is_available() else "gloo"`` written as two calls):
+    no fix is offered there."""
     if not _py(fact):
+        return None
+    facts = list(getattr(wl, "facts", ()))
+    if any(f.kind == "cpu_only" for f in facts):
+        return None
+    if any(f.kind == "process_group" and f is not fact and "nccl" in str((f.value or {}).get("backend") or "") for f in facts):
         return None
     backend = fact.value.get("backend")
     return Fix(f'Use the "nccl" backend instead of "{backend}" in init_process_group', UNSAFE,

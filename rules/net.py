@@ -120,7 +120,7 @@ for x in loader:
                 yield self.finding(f.loc, f"init_process_group uses the {backend} backend for CUDA training; NCCL is the GPU backend",
                                    symbol=f"{f.key}:{backend}", workload=wl.name,
                                    cost=unpriced("No hourly figure: the slowdown depends on model size and interconnect."),
-                                   fix=fixes.nccl_backend(f))
+                                   fix=fixes.nccl_backend(f, wl))
 
 
 class DataParallelInsteadOfDDP(Rule):

@@ -237,6 +237,22 @@ def test_no_fix_where_the_edit_is_not_mechanical(tmp_path, capsys, files, code):
     assert {p: (tmp_path / p).read_text() for p in files} == before
 
 
+def test_gloo_is_switched_only_in_cuda_only_code():
+    """A Gloo process group next to an NCCL one (`nccl if cuda else gloo` as two calls), or in code
+    that says it runs on the CPU, was chosen on purpose: no fix is offered for it."""
+    from types import SimpleNamespace
+
+    from gpulint import fixes
+    from gpulint.model import Fact
+
+    gloo = Fact("process_group", {"backend": "gloo", "explicit": True}, Location("t.py", 6, 5, 6, 45))
+    nccl = Fact("process_group", {"backend": "nccl", "explicit": True}, Location("t.py", 4, 5, 4, 45))
+    cpu = Fact("cpu_only", {"via": "device"}, Location("t.py", 2, 1))
+    assert fixes.nccl_backend(gloo, SimpleNamespace(facts=[gloo])).description == 'Use the "nccl" backend instead of "gloo" in init_process_group'
+    assert fixes.nccl_backend(gloo, SimpleNamespace(facts=[nccl, gloo])) is None
+    assert fixes.nccl_backend(gloo, SimpleNamespace(facts=[cpu, gloo])) is None
+
+
 def test_fix_that_would_break_the_file_is_refused():
     """A plan whose edit leaves the file unparsable keeps the file as it was."""
     text = "x = f(a)\n"
@@ -275,6 +291,9 @@ def test_materializer_refuses_what_changed_since_the_scan():
     ("DataLoader(ds, )", "DataLoader(ds, pin_memory=True, )"),
     ("DataLoader(\n    ds,  # the data\n)", "DataLoader(\n    ds,  # the data\n    pin_memory=True,\n)"),
     ("DataLoader(*parts)", "DataLoader(*parts, pin_memory=True)"),
+    ("DataLoader(\n    ds,\n    shuffle=True\n)", "DataLoader(\n    ds,\n    shuffle=True,\n    pin_memory=True\n)"),
+    ("DataLoader(ds,\n           shuffle=True)", "DataLoader(ds,\n           shuffle=True, pin_memory=True)"),
+    ("DataLoader(\n    ds, shuffle=True\n)", "DataLoader(\n    ds, shuffle=True, pin_memory=True\n)"),
 ])
 def test_keyword_insertion_respects_commas_comments_and_layout(call, after):
     text = f"loader = {call}\n"

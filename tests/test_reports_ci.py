@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from conftest import FIXTURES, run_cli
 from test_reports import RULES, WORKLOADS, _findings
 
-from gpulint.model import CostImpact, Finding, Fix, Location, Related, Severity
+from gpulint.model import CostImpact, Finding, Fix, Location, Severity
 from gpulint.reports import ReportOptions, render
 from gpulint.result import CostGate, DiffBase, ScanResult
 
@@ -157,10 +157,20 @@ def test_markdown_summary_counts_cost_table_and_findings_by_file(result):
     # two AMP001 findings of $10.96/h on a $21.96/h workload combine to $16.45/h; a month is 730 h
     assert table[1] == ["`train.py`", "p4d.24xlarge", "spot", "$21.96", "$16.45", "$12,008"]
     assert "a month is 730 hours" in text
+    assert "1 workload with findings has no known instance" not in text  # serve.py has no findings
     # guidance folded under each finding, as HTML blocks GitHub renders as <details>
     blocks = [t.content for t in tokens if t.type == "html_block"]
     assert sum("<details><summary>Guidance</summary>" in b for b in blocks) == 3  # the notebook finding has none
     assert "with torch.autocast('cuda', dtype=torch.bfloat16):" in text
+
+
+def test_markdown_table_leaves_out_workloads_without_an_instance(result):
+    result.findings = [f.with_(workload="serve.py", cost_impact=CostImpact(None, "no price", "low")) for f in result.findings]
+    result.fixable = (0, 2)
+    text = _render(result, "markdown")
+    assert _tables(_md(text)) == []
+    assert "1 workload with findings has no known instance, so no price" in text
+    assert "2 findings fixable with `gpulint scan --fix --unsafe-fixes`." in text
 
 
 def test_markdown_escapes_repository_text(result):

@@ -96,6 +96,12 @@ def _spend_table(result: "ScanResult", hours: int) -> list[str]:
     names = sorted({f.workload for f in result.findings if f.workload} | set(spend))
     if not names:
         return []
+    unpriced = [n for n in names if not (((meta.get(n) or {}).get("compute") or {}).get("instance") or n in spend)]
+    names = [n for n in names if n not in unpriced]
+    note = ([f"{_plural(len(unpriced), 'workload')} with findings {'has' if len(unpriced) == 1 else 'have'} no known instance, "
+             "so no price: `gpulint workloads` says what is missing.", ""] if unpriced else [])
+    if not names:
+        return ["### Estimated avoidable spend", ""] + note
     rows = []
     for name in names:
         c = (meta.get(name) or {}).get("compute") or {}
@@ -114,7 +120,7 @@ def _spend_table(result: "ScanResult", hours: int) -> list[str]:
     out += ["", f"Estimates, not measurements: a month is {hours:g} hours of the workload running; scale by the hours it really runs. "
                 "Prices are list prices from gpulint's dated catalogue (or your `[tool.gpulint.pricing]`); each finding's "
                 "cost basis names the instance, region and date of its price. Several findings on one workload are combined, "
-                "not added up.", ""]
+                "not added up.", ""] + note
     return out
 
 
@@ -195,7 +201,7 @@ class MarkdownReporter(Reporter):
             if safe:
                 hint.append(f"{_plural(safe, 'finding')} fixable with `gpulint scan --fix`")
             if unsafe:
-                hint.append(f"{unsafe} more with `--unsafe-fixes`")
+                hint.append(f"{unsafe} more with `--unsafe-fixes`" if safe else f"{_plural(unsafe, 'finding')} fixable with `gpulint scan --fix --unsafe-fixes`")
             lines += ["; ".join(hint) + ".", ""]
         while lines and lines[-1] == "":
             lines.pop()
