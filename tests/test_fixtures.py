@@ -235,8 +235,10 @@ def test_text_format_lines_and_summary():
     assert lines[0].startswith("train.py:24:5: NET005 [warning] init_process_group uses the gloo backend")
     assert any(l.startswith("train.py:36:13: AMP001 [warning] Training loop runs in fp32") for l in lines)
     assert "\x1b[" not in proc.stdout
-    summary = lines[-1]
+    summary = next(l for l in lines if l.startswith("Found "))
     assert "5 findings" in summary and "1 workload" in summary
+    # as ruff ends: what --fix would do (IO002 safe; IO001 and NET005 unsafe)
+    assert lines[-1] == "1 finding fixable with `gpulint scan --fix`; 2 more with `--unsafe-fixes` (`--diff` shows the edits)."
 
 
 def test_clean_text_says_no_findings():

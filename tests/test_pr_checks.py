@@ -48,10 +48,8 @@ def git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
-@pytest.fixture
-def repo(tmp_path):
+def _make_repo(r):
     """main: an fp32 loop on a g5.xlarge. HEAD: the same loop moved to a p4d.24xlarge, and a new script."""
-    r = tmp_path / "proj"
     (r / "infra").mkdir(parents=True)
     (r / "train.py").write_text(TRAIN)
     (r / "infra" / "main.tf").write_text(TF.format(instance="g5.xlarge"))
@@ -65,6 +63,18 @@ def repo(tmp_path):
     git(r, "add", "-A")
     git(r, "commit", "-qm", "bigger instance, new script")
     return r
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """Shared by the tests that only read the repository."""
+    return _make_repo(tmp_path_factory.mktemp("pr") / "proj")
+
+
+@pytest.fixture
+def own_repo(tmp_path):
+    """For the tests that change the work tree or the branches."""
+    return _make_repo(tmp_path / "proj")
 
 
 def scan(repo, *args, **kw):
@@ -172,13 +182,15 @@ def test_diff_base_with_files_given_as_pre_commit_does(repo):
     assert got == [("AMP001", "pretrain.py"), ("AMP001", "train.py"), ("AMP005", "pretrain.py")]
 
 
-def test_diff_base_uncommitted_changes_count_as_now(repo):
+def test_diff_base_uncommitted_changes_count_as_now(own_repo):
+    repo = own_repo
     (repo / "pretrain.py").unlink()
     proc = scan(repo, ".", "--diff-base", "main", "--format", "json")
     assert [f["path"] for f in doc(proc)["findings"]] == ["train.py"]
 
 
-def test_diff_base_errors_are_exit_2_with_a_message(repo, tmp_path):
+def test_diff_base_errors_are_exit_2_with_a_message(own_repo, tmp_path):
+    repo = own_repo
     bad = scan(repo, ".", "--diff-base", "no-such-branch")
     assert bad.returncode == 2 and "no such commit, branch or tag" in bad.stderr and "fetch-depth: 0" in bad.stderr
     plain = tmp_path / "plain"
