@@ -33,12 +33,14 @@ ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
+# a known model (GPT-2, 124M parameters): AMP001 prices an fp32 loop only where matmuls bound the step
 TRAIN = """\
 import torch
-model = torch.nn.Linear(8, 8).cuda()
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
 opt = torch.optim.AdamW(model.parameters())
 for x in loader:
-    loss = model(x.cuda()).sum()
+    loss = model(x.cuda()).loss
     loss.backward()
     opt.step()
 """
@@ -193,7 +195,7 @@ def test_action_runs_its_steps_and_fails_on_the_cost_gate(tmp_path, action_copy)
     assert {r["ruleId"] for r in sarif["runs"][0]["results"]} >= {"AMP001", "AMP005"}
     # the job summary: new findings against the base branch, the new spend, the gate
     s = out["summary"]
-    assert s.startswith("## gpulint: 1 new finding")
+    assert s.startswith("## gpulint: 2 new findings")  # MEM002 (GPT-2 on 8 A100s), and AMP001 costlier
     assert "Compared with `origin/main`" in s and "1 costlier than there" in s and "**Cost gate failed**" in s
     # the pull-request comment, created (no earlier one) with the marker the next run finds it by
     (listing, post) = out["gh"].splitlines()[:2]

@@ -10,22 +10,25 @@ import pytest
 
 from conftest import run_cli
 
+# a known model (GPT-2, 124M parameters): AMP001 prices an fp32 loop only where matmuls bound the step
 TRAIN = """\
 import torch
-model = torch.nn.Linear(8, 8).cuda()
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
 opt = torch.optim.AdamW(model.parameters())
 for x in loader:
-    loss = model(x.cuda()).sum()
+    loss = model(x.cuda()).loss
     loss.backward()
     opt.step()
 """
 EVAL = """\
 import torch
 from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
 loader = DataLoader(ds, num_workers=4)
-model = model.cuda()
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
 for x in loader:
-    model(x.cuda()).sum().backward()
+    model(x.cuda()).loss.backward()
     opt.step()
 """
 TF = 'resource "aws_instance" "trainer" {{\n  ami           = "ami-0abc"\n  instance_type = "{instance}"\n}}\n'
@@ -94,7 +97,7 @@ def test_cost_gate_fails_above_the_limit_whatever_fail_on_says(repo):
     assert over.returncode == 1
     assert f"Cost gate failed: ${total:,.2f}/h avoidable is more than the $5.00/h limit." in over.stdout
     made_of = over.stdout.split("Cost gate failed")[1]  # which findings made up the sum
-    assert "$7.32/h  AMP001 train.py:6:5  (train.py)" in made_of and "AMP001 pretrain.py:6:5" in made_of
+    assert "$7.32/h  AMP001 train.py:7:5  (train.py)" in made_of and "AMP001 pretrain.py:7:5" in made_of
     under = scan(repo, ".", "--fail-on", "error", "--fail-on-cost", str(total + 1))
     assert under.returncode == 0 and "Cost gate passed" in under.stdout
     # --exit-zero turns off the severity gate, not a cost gate asked for explicitly
@@ -108,7 +111,7 @@ def test_cost_gate_in_machine_formats_says_so_on_stderr(repo):
     gate = doc(proc)["summary"]["cost_gate"]
     assert gate["failed"] is True and gate["limit_usd_per_hour"] == 1.0
     priced = [f["fingerprint"] for f in doc(proc)["findings"] if f["cost_impact"]["usd_per_hour"]]
-    assert sorted(gate["findings"]) == sorted(priced) and len(priced) == 2  # the two AMP001
+    assert sorted(gate["findings"]) == sorted(priced) and len(priced) == 3  # the two AMP001, MEM002 (GPT-2 on 8 A100s)
 
 
 @pytest.mark.parametrize("value", ["-1", "lots", "inf", "nan"])
@@ -171,7 +174,8 @@ def test_diff_base_composes_with_a_baseline(repo, tmp_path):
     bl = tmp_path / "baseline.json"
     scan(repo, "pretrain.py", "--write-baseline", bl)
     proc = scan(repo, ".", "--diff-base", "main", "--baseline", bl, "--format", "json")
-    assert [f["path"] for f in doc(proc)["findings"]] == ["train.py"]  # pretrain.py's are in the baseline
+    # pretrain.py's are in the baseline; the oversized instance and the costlier AMP001 are left
+    assert [(f["code"], f["path"]) for f in doc(proc)["findings"]] == [("MEM002", "infra/main.tf"), ("AMP001", "train.py")]
 
 
 def test_diff_base_with_files_given_as_pre_commit_does(repo):
@@ -179,14 +183,14 @@ def test_diff_base_with_files_given_as_pre_commit_does(repo):
     # only the Terraform is given: the findings whose evidence it holds (the instance) are reported,
     # and of those the new (pretrain.py's) and the costlier (train.py's AMP001 on the p4d)
     got = sorted((f["code"], f["path"]) for f in doc(proc)["findings"])
-    assert got == [("AMP001", "pretrain.py"), ("AMP001", "train.py"), ("AMP005", "pretrain.py")]
+    assert got == [("AMP001", "pretrain.py"), ("AMP001", "train.py"), ("AMP005", "pretrain.py"), ("MEM002", "infra/main.tf")]
 
 
 def test_diff_base_uncommitted_changes_count_as_now(own_repo):
     repo = own_repo
     (repo / "pretrain.py").unlink()
     proc = scan(repo, ".", "--diff-base", "main", "--format", "json")
-    assert [f["path"] for f in doc(proc)["findings"]] == ["train.py"]
+    assert [f["path"] for f in doc(proc)["findings"]] == ["infra/main.tf", "train.py"]
 
 
 def test_diff_base_errors_are_exit_2_with_a_message(own_repo, tmp_path):
