@@ -785,7 +785,10 @@ def enable_tf32(trains: Fact, tf32_facts: list[Fact]) -> Fix | None:
 
 def bf16_capable(wl: Any) -> bool | None:
     """Does the workload's GPU run bf16 natively (from the catalogue)? None when unknown."""
-    return (getattr(wl, "resolved", None) or {}).get("compute", {}).get("bf16_supported")
+    from gpulint.cost import compute_of
+
+    c = compute_of(wl)
+    return c.bf16_supported if c is not None else None
 
 
 def enable_bf16(at: Fact, wl: Any) -> Fix | None:
