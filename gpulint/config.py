@@ -57,6 +57,9 @@ class Config:
     rule_options: dict[str, dict] = field(default_factory=dict)
     baseline: str | None = None
     max_file_size_kb: int = 2048
+    max_nesting: int = 200  # budgets of one file's parse (gpulint.limits)
+    max_nodes: int = 100_000
+    file_timeout: float = 20.0
     pricing: dict = field(default_factory=dict)
     instances: list[dict] = field(default_factory=list)
     models: dict[str, float] = field(default_factory=dict)
@@ -202,6 +205,9 @@ def from_dict(data: dict, path: Path | None) -> Config:
         rule_options=dict(data.get("rules") or {}),
         baseline=data.get("baseline"),
         max_file_size_kb=int(data.get("max-file-size-kb", 2048)),
+        max_nesting=int(data.get("max-nesting", 200)),
+        max_nodes=int(data.get("max-nodes", 100_000)),
+        file_timeout=float(data.get("file-timeout", 20.0)),
         pricing=dict(data.get("pricing") or {}),
         instances=list(data.get("instances") or []),
         models=dict(data.get("models") or {}),
