@@ -48,16 +48,37 @@ _LINE_TOKENS = re.compile(r"""#[^\n]*|[rRbBuUfF]{0,2}(?:'''|\"\"\"|'(?:[^'\\\n]|
 
 def python_lines(cell: str) -> list[str]:
     """The lines of one code cell as Python IPython would run (same number of lines)."""
-    lines = cell.splitlines() or [""]
+    lines = _cleanup(cell.splitlines() or [""])
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None:
         m = _CELL_MAGIC.match(lines[first])
         if m:
             if m.group(1) not in PYTHON_CELL_MAGICS:
                 return ["pass" if line.strip() else "" for line in lines]
-            lines = lines[:first] + ["pass"] + lines[first + 1:]
-            first += 1
+            # the body is a cell of its own to IPython (`%%time` over a `%%bash` cell is a bash cell, timed)
+            return lines[:first] + ["pass"] + (python_lines("\n".join(lines[first + 1:])) if first + 1 < len(lines) else [])
     return _line_magics(lines)
+
+
+_PROMPTS = (re.compile(r"^(>>>|\.\.\.)( |$)"), re.compile(r"^(In \[\d+\]: |\s*\.\.\.+: )"))
+
+
+def _cleanup(lines: list[str]) -> list[str]:
+    """IPython's clean-up before anything else: pasted prompts (``>>> ``,
+    ``In [3]: ``) are removed, and so is the indentation of the first line
+    from every line (a cell may start indented). Columns shift; lines do not."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return lines
+    for prompt in _PROMPTS:
+        if prompt.match(lines[first]):
+            lines = [prompt.sub("", line, count=1) for line in lines]
+            break
+    head = lines[first]
+    indent = head[: len(head) - len(head.lstrip(" \t"))]
+    if indent:
+        lines = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    return lines
 
 
 def _line_magics(lines: list[str]) -> list[str]:
@@ -86,7 +107,7 @@ def _is_ipython(line: str) -> bool:
     if _ESCAPE.match(line) or _HELP_END.match(line) or _ASSIGN_ESCAPE.match(line):
         return True
     m = _AUTOMAGIC.match(line)
-    if m and m.group("name") in AUTOMAGIC and not m.group("rest").startswith(("=", "(", "[", ".", ",", ":", ")")):
+    if m and m.group("name") in AUTOMAGIC and not m.group("rest").startswith(("=", "(", "[", ",", ":", ")")):
         return not _is_python(line.strip())
     return False
 

@@ -6,6 +6,8 @@ import re
 
 from gpulint.ipython import python_lines
 from gpulint.limits import check_python
+from gpulint.limits import current as current_limits
+from gpulint.templates import has_template
 from gpulint.sources import ParseError, Source
 from gpulint.yamlnodes import Doc, YamlError, load_documents
 
@@ -150,20 +152,120 @@ def parse_yaml(text: str, path: str) -> Source:
     return Source(path, "yaml", text, docs)
 
 
+#: files whose tools read JSON with comments and trailing commas (JSONC); every other
+#: .json is read by json.load (DeepSpeed, HF, accelerate), where a comment is an error
+_JSONC_NAMES = ("devcontainer.json", ".devcontainer.json", "settings.json", "launch.json", "tasks.json", "extensions.json",
+                "keybindings.json", "tsconfig*.json", "jsconfig*.json", ".eslintrc.json", "deno.json", "*.jsonc",
+                "*.code-workspace", "language-configuration.json", "api-extractor.json", ".swcrc")
+
+
+def is_jsonc_file(path: str) -> bool:
+    from fnmatch import fnmatch
+
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch(name, pattern) for pattern in _JSONC_NAMES) or "/.vscode/" in f"/{path}"
+
+
 def parse_json(text: str, path: str) -> Source:
+    """JSON, and what real repositories keep in .json files besides: JSON with
+    comments and trailing commas where the file's tool reads JSONC (VS Code
+    settings, devcontainer.json, tsconfig.json), JSON Lines (one record per
+    line, as dataset loaders read .json files), templates (``{{ .Values.n }}``)
+    and empty files."""
+    if not text.strip():
+        return Source(path, "json", text, [])
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1, getattr(exc, "colno", 1) or 1) from None
-    marks: dict = {}
-    if len(text) < 512_000:  # key positions for configs; big data files keep none
+        docs = _tolerant_json(text, exc, is_jsonc_file(path))
+        if docs is None:
+            raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1,
+                             getattr(exc, "colno", 1) or 1) from None
+        return Source(path, "json", text, docs)
+    return Source(path, "json", text, [Doc(data, _json_marks(text))])
+
+
+def _json_marks(text: str) -> dict:
+    if len(text) >= 512_000:  # key positions for configs; big data files keep none
+        return {}
+    try:
+        docs = load_documents(text)
+    except YamlError:
+        return {}
+    return docs[0].marks if docs else {}
+
+
+def _tolerant_json(text: str, exc: Exception, jsonc: bool) -> list[Doc] | None:
+    if isinstance(exc, RecursionError):
+        return None
+    if "Extra data" in str(exc):
+        docs = _json_lines(text)
+        if docs is not None:
+            return docs
+    stripped = _strip_jsonc(text) if jsonc else None
+    if stripped is not None:
         try:
-            docs = load_documents(text)
-            if docs:
-                marks = docs[0].marks
+            return [Doc(json.loads(stripped), _json_marks(stripped))]
+        except (ValueError, RecursionError):
+            pass
+    if has_template(text):
+        try:
+            return load_documents(text)
         except YamlError:
-            marks = {}
-    return Source(path, "json", text, [Doc(data, marks)])
+            return None
+    return None
+
+
+def _json_lines(text: str) -> list[Doc] | None:
+    """One JSON value per line (JSON Lines), or None when a line is not JSON."""
+    docs = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            docs.append(Doc(json.loads(line), {(): (lineno, 1)}, lineno))
+        except (ValueError, RecursionError):
+            return None
+    return docs
+
+
+_JSONC_TOKEN = re.compile(r'"|//|/\*|,')
+_JSON_STRING_REST = re.compile(r'(?:[^"\\\n]|\\.)*"')
+_CLOSER_NEXT = re.compile(r"\s*[\]}]")
+
+
+def _strip_jsonc(text: str) -> str | None:
+    """The text with // and /* */ comments and trailing commas blanked (same
+    length and lines), or None when it has none. Linear on any input."""
+    if "//" not in text and "/*" not in text and not re.search(r",\s*[\]}]", text):
+        return None
+    out = list(text)
+    pos, changed = 0, False
+    while True:
+        m = _JSONC_TOKEN.search(text, pos)
+        if m is None:
+            break
+        tok, at = m.group(), m.start()
+        if tok == '"':
+            end = _JSON_STRING_REST.match(text, at + 1)
+            if end is None:
+                return None  # an unterminated string: not JSONC either
+            pos = end.end()
+            continue
+        if tok == ",":
+            pos = at + 1
+            if _CLOSER_NEXT.match(text, pos):
+                out[at] = " "
+                changed = True
+            continue
+        end = text.find("\n", at) if tok == "//" else text.find("*/", at + 2)
+        end = len(text) if end < 0 else (end if tok == "//" else end + 2)
+        for i in range(at, end):
+            if out[i] != "\n":
+                out[i] = " "
+        changed = True
+        pos = end
+    return "".join(out) if changed else None
 
 
 def parse_toml(text: str, path: str) -> Source:
@@ -173,6 +275,8 @@ def parse_toml(text: str, path: str) -> Source:
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise ParseError(f"TOML nesting deeper than the parser can follow (max-nesting {current_limits().max_nesting})") from None
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+), column (\d+)", str(exc))
         raise ParseError(f"TOML syntax error: {_first_line(str(exc))}", int(m.group(1)) if m else 1, int(m.group(2)) if m else 1) from None
