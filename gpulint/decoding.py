@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+_COOKIE = re.compile(rb"coding[:=]")  # PEP 263: a declaration on one of the first two lines
 
 
 def decode(data: bytes | str, kind: str) -> tuple[str | None, str]:
@@ -23,7 +27,7 @@ def decode(data: bytes | str, kind: str) -> tuple[str | None, str]:
         nul = data.find(b"\0", 0, 8192)
         if nul >= 0:
             return None, f"binary content (a NUL byte at offset {nul})"
-    if kind == "python" and encoding is None:
+    if kind == "python" and encoding is None and _COOKIE.search(data, 0, 400):
         import tokenize
 
         try:

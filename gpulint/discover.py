@@ -8,7 +8,7 @@ configuration's ``exclude`` globs apply on top.
 
 Whatever the tree holds, discovery never fails: a symlink is followed only
 to a regular file inside the root (never out of it, git or not; loops are
-skipped), file names that are not UTF-8 are kept (shown with ``\\xNN``
+skipped), file names that are not UTF-8 are kept (shown with ``%XX``
 escapes), and folders that cannot be read are reported in ``problems`` and
 skipped.
 """
@@ -54,13 +54,28 @@ def _skip_dir(name: str, path: Path) -> bool:
 
 
 def display_name(rel: str) -> str:
-    """A path as reports show it: bytes that are not UTF-8 (kept by the file
-    system as surrogate escapes) become ``\\xNN``, so every report can print it."""
+    """A path as reports show it: bytes that are not UTF-8 (kept by Python as
+    surrogate escapes) become ``%XX``, as in a URL, so every report (text,
+    JSON, SARIF, an editor) can print it and no backslash is taken for a
+    Windows separator."""
     try:
         rel.encode("utf-8")
         return rel
     except UnicodeEncodeError:
-        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raw = rel.encode("utf-8", "surrogateescape")
+        out, i = [], 0
+        while i < len(raw):
+            for end in range(min(len(raw), i + 4), i, -1):  # the longest valid UTF-8 sequence here
+                try:
+                    out.append(raw[i:end].decode("utf-8"))
+                    i = end
+                    break
+                except UnicodeDecodeError:
+                    continue
+            else:
+                out.append(f"%{raw[i]:02X}")
+                i += 1
+        return "".join(out)
 
 
 def _inside(path: Path, root: str) -> bool:
@@ -132,6 +147,19 @@ class Classifier:
         return None
 
 
+def _unreadable_ancestor(root: Path, rel: str) -> str:
+    """The outermost folder on the way to `rel` that cannot be listed (the one to report)."""
+    parts = PurePosixPath(rel).parts[:-1]
+    for i in range(1, len(parts) + 1):
+        try:
+            os.listdir(root.joinpath(*parts[:i]))
+        except PermissionError:
+            return "/".join(parts[:i])
+        except OSError:
+            break
+    return posixpath.dirname(rel) or "."
+
+
 def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_base: Path | None = None,
              problems: list[tuple[str, str]] | None = None) -> list[Candidate]:
     """Files to scan under `root`, with their kinds. Folders that could not be
@@ -178,7 +206,7 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
                 continue
         except PermissionError as exc:  # a tracked file in a folder that cannot be entered
             if problems is not None:
-                folder = display_name(posixpath.dirname(rel) or ".")
+                folder = display_name(_unreadable_ancestor(root, rel))
                 if all(f != folder for f, _ in problems):
                     problems.append((folder, exc.strerror or str(exc)))
             continue

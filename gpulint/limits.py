@@ -103,6 +103,26 @@ def bracket_depth(text: str) -> tuple[int, int]:
     return best, text.count("\n", 0, best_at) + 1
 
 
+_YAML_BRACKETS = re.compile(r"""\"(?:[^"\\\n]|\\.)*\"|'[^'\n]*'|(?:^|(?<=\s))#[^\n]*|[\[\]{}]""", re.M)
+
+
+def flow_depth(text: str) -> tuple[int, int]:
+    """Deepest [ ] / { } nesting of YAML or JSON text outside quoted strings and
+    comments, and its line. PyYAML's scanner is quadratic in this depth."""
+    if "[" not in text and "{" not in text:
+        return 0, 1
+    depth = best = best_at = 0
+    for m in _YAML_BRACKETS.finditer(text):
+        ch = m.group()
+        if ch == "[" or ch == "{":
+            depth += 1
+            if depth > best:
+                best, best_at = depth, m.start()
+        elif ch == "]" or ch == "}":
+            depth = max(0, depth - 1)
+    return best, text.count("\n", 0, best_at) + 1
+
+
 def ast_shape(tree: ast.AST, stop: int) -> tuple[int, int]:
     """Depth and node count of a CPython AST (iterative; returns early once deeper than `stop`).
     Reads ``_fields`` directly: three times faster than ``ast.iter_child_nodes``."""

@@ -32,9 +32,10 @@ from gpulint import limits, templates
 
 
 class YamlError(ValueError):
-    def __init__(self, message: str, line: int = 1, column: int = 1):
+    def __init__(self, message: str, line: int = 1, column: int = 1, limit: bool = False):
         super().__init__(message)
         self.line, self.column = line, column
+        self.limit = limit  # past a budget (nesting, alias expansion), not a syntax error
 
 
 @dataclass
@@ -106,7 +107,7 @@ def load_documents(text: str) -> list[Doc]:
     try:
         return _load(text, text, [])
     except YamlError as exc:
-        if not templates.has_template(text):
+        if exc.limit or not templates.has_template(text):
             raise
         templated = exc
         for blank_lines in (False, True):
@@ -121,7 +122,7 @@ def load_documents(text: str) -> list[Doc]:
             for doc in docs:
                 doc.template = True
             return docs
-        if (exc.line, str(exc)) == (templated.line, str(templated)):
+        if exc.limit or (exc.line, str(exc)) == (templated.line, str(templated)):
             raise  # the same error either way: the YAML itself is broken, not the template
         raise YamlError(f"{exc} (the file holds template syntax and could not be read with placeholders either: {templated})",
                         exc.line, exc.column) from None
@@ -129,6 +130,9 @@ def load_documents(text: str) -> list[Doc]:
 
 def _load(text: str, original: str, inline: list[tuple[int, int]]) -> list[Doc]:
     budget = limits.current()
+    depth, line = limits.flow_depth(text)
+    if depth > budget.max_nesting:  # before PyYAML, whose scanner is quadratic in flow depth
+        raise YamlError(f"YAML nesting deeper than {budget.max_nesting} levels (max-nesting)", line, limit=True)
     conv = _Converter(budget.max_nodes + len(text) // 2, budget.max_nesting, original, inline)
     loader = _Loader(text)
     docs: list[Doc] = []
@@ -148,7 +152,7 @@ def _load(text: str, original: str, inline: list[tuple[int, int]]) -> list[Doc]:
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).splitlines()[0] if str(exc) else "invalid YAML") from None
     except RecursionError:
-        raise YamlError(f"YAML nesting deeper than the parser can follow (max-nesting {budget.max_nesting})") from None
+        raise YamlError("YAML nested too deeply for the parser to follow", limit=True) from None
     finally:
         loader.dispose()
     return docs
@@ -168,10 +172,10 @@ class _Converter:
         self.left -= 1
         if self.left < 0:  # alias bombs ("billion laughs") stop here, in keys and merges too
             raise YamlError(f"YAML document too large: more than {self.budget:,} nodes after alias expansion (max-nodes)",
-                            node.start_mark.line + 1, node.start_mark.column + 1)
+                            node.start_mark.line + 1, node.start_mark.column + 1, limit=True)
         if depth > self.max_depth:
             raise YamlError(f"YAML nesting deeper than {self.max_depth} levels (max-nesting)", node.start_mark.line + 1,
-                            node.start_mark.column + 1)
+                            node.start_mark.column + 1, limit=True)
         tag = node.tag
         if isinstance(node, yaml.ScalarNode):
             value = self._scalar(loader, node)

@@ -5,8 +5,7 @@ import json
 import re
 
 from gpulint.ipython import python_lines
-from gpulint.limits import check_python
-from gpulint.limits import current as current_limits
+from gpulint.limits import LimitExceeded, check_python
 from gpulint.templates import has_template
 from gpulint.sources import ParseError, Source
 from gpulint.yamlnodes import Doc, YamlError, load_documents
@@ -80,7 +79,9 @@ def parse_notebook(text: str, path: str) -> Source:
     to an empty module."""
     try:
         nb = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise LimitExceeded("notebook JSON nested too deeply for the parser to follow") from None
+    except ValueError as exc:
         raise ParseError(f"notebook is not valid JSON: {_first_line(str(exc))}", getattr(exc, "lineno", 1) or 1, getattr(exc, "colno", 1) or 1) from None
     if not isinstance(nb, dict):
         raise ParseError(f"not a Jupyter notebook: the top level is a JSON {type(nb).__name__}, not an object")
@@ -148,6 +149,8 @@ def parse_yaml(text: str, path: str) -> Source:
     try:
         docs = load_documents(text)
     except YamlError as exc:
+        if exc.limit:
+            raise LimitExceeded(str(exc), exc.line, exc.column) from None
         raise ParseError(f"YAML syntax error: {exc}", exc.line, exc.column) from None
     return Source(path, "yaml", text, docs)
 
@@ -176,7 +179,9 @@ def parse_json(text: str, path: str) -> Source:
         return Source(path, "json", text, [])
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise LimitExceeded("JSON nested too deeply for the parser to follow") from None
+    except ValueError as exc:
         docs = _tolerant_json(text, exc, is_jsonc_file(path))
         if docs is None:
             raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1,
@@ -276,7 +281,7 @@ def parse_toml(text: str, path: str) -> Source:
     try:
         data = tomllib.loads(text)
     except RecursionError:
-        raise ParseError(f"TOML nesting deeper than the parser can follow (max-nesting {current_limits().max_nesting})") from None
+        raise LimitExceeded("TOML nested too deeply for the parser to follow") from None
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+), column (\d+)", str(exc))
         raise ParseError(f"TOML syntax error: {_first_line(str(exc))}", int(m.group(1)) if m else 1, int(m.group(2)) if m else 1) from None
