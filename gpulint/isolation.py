@@ -46,6 +46,12 @@ _STATE: dict[str, Any] = {}
 
 def _worker_main(conn, init: Callable[..., Any] | None, init_args: tuple, work: Callable[[Any], Any], budget: Budget) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when a scan stops
+    try:
+        import faulthandler
+
+        faulthandler.disable()  # a crash is reported as the file's SYS001, not as a dump on the user's terminal
+    except (ImportError, RuntimeError):
+        pass
     _limit_memory(budget.memory_mb)
     try:
         if init is not None:

@@ -134,7 +134,10 @@ def _load(text: str, original: str, inline: list[tuple[int, int]]) -> list[Doc]:
     if depth > budget.max_nesting:  # before PyYAML, whose scanner is quadratic in flow depth
         raise YamlError(f"YAML nesting deeper than {budget.max_nesting} levels (max-nesting)", line, limit=True)
     conv = _Converter(budget.max_nodes + len(text) // 2, budget.max_nesting, original, inline)
-    loader = _Loader(text)
+    try:  # the reader checks every character at construction (control characters are not YAML)
+        loader = _Loader(text)
+    except yaml.YAMLError as exc:
+        raise YamlError(str(exc).splitlines()[0] if str(exc) else "invalid YAML") from None
     docs: list[Doc] = []
     try:
         while loader.check_node():
