@@ -36,7 +36,7 @@ class Budget:
     """Limits of one file's work in a worker."""
 
     timeout: float = 20.0  # seconds of wall-clock time per file
-    memory_mb: int = 2048  # address space a worker may map (Linux: RLIMIT_AS); 0 = no limit
+    memory_mb: int = 1024  # address space a worker may map beyond its start (Linux: RLIMIT_AS); 0 = no limit
     recycle_mb: int = 400  # a worker whose resident memory grew past this is replaced after its file
 
 

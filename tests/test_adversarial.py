@@ -317,3 +317,18 @@ def test_no_repository_code_runs(tmp_path):
             listener.accept()
     finally:
         listener.close()
+
+
+def test_identical_documents_are_never_compared_by_value(monkeypatch):
+    """6,000 identical ConfigMaps took 73 s: documents were told apart with == (whole-document
+    equality, quadratic over a file). They are told apart by identity (issue 10 item 9)."""
+    from gpulint.kinds import _yaml_infra
+    from gpulint.kinds.parsers import parse_yaml
+    from gpulint.yamlnodes import Doc
+
+    compared = []
+    monkeypatch.setattr(Doc, "__eq__", lambda self, other: compared.append(1) or self is other)
+    text = "".join("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  key: value\n" for _ in range(300))
+    text += "---\nname: task\nresources:\n  accelerators: A100:8\nrun: python nowhere.py\n"
+    _yaml_infra(parse_yaml(text, "many.yaml"))
+    assert compared == []
