@@ -35,7 +35,8 @@ from typing import Any, Callable, Iterable, Iterator
 class Budget:
     """Limits of one file's work in a worker."""
 
-    timeout: float = 20.0  # seconds of wall-clock time per file
+    timeout: float = 20.0  # seconds of CPU time per file (wall-clock time where the OS does not tell)
+    stall_factor: float = 5.0  # a worker still busy after this many timeouts of wall-clock time is stalled
     memory_mb: int = 1024  # address space a worker may map beyond its start (Linux: RLIMIT_AS); 0 = no limit
     recycle_mb: int = 400  # a worker whose resident memory grew past this is replaced after its file
 
@@ -126,11 +127,38 @@ class _Worker:
         child.close()
         self.job: Any = None
         self.started = 0.0
+        self.cpu0: float | None = None
 
     def give(self, job: Any) -> None:
         self.job = job
         self.started = time.monotonic()
+        self.cpu0 = self.cpu_seconds()
         self.conn.send(job)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker has used (Linux /proc), or None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError, AttributeError):
+            return None
+
+    def overrun(self, budget: "Budget", now: float) -> str | None:
+        """Why this worker's file is past its budget, or None. CPU time is the
+        budget (a machine shared with other work slows the wall clock, not the
+        file); wall-clock time catches a worker that is stuck without using CPU."""
+        wall = now - self.started
+        cpu = self.cpu_seconds()
+        if cpu is not None and self.cpu0 is not None:
+            if cpu - self.cpu0 >= budget.timeout:
+                return f"parsing took longer than {budget.timeout:g} s of CPU time (file-timeout)"
+            if wall >= budget.timeout * budget.stall_factor:
+                return f"parsing did not finish in {budget.timeout * budget.stall_factor:g} s ({budget.stall_factor:g} x file-timeout): stalled"
+            return None
+        if wall >= budget.timeout:
+            return f"parsing took longer than {budget.timeout:g} s (file-timeout)"
+        return None
 
     def stop(self, kill: bool = False) -> None:
         try:
@@ -235,10 +263,9 @@ def run_supervised(
                 if more():  # work left and no worker could be (re)started
                     raise WorkersUnavailable(list(todo), sup.why)
                 return
-            now = time.monotonic()
-            deadline = min(w.started + budget.timeout for w in sup.busy)
             waitables = [w.conn for w in sup.busy] + [w.proc.sentinel for w in sup.busy]
-            ready = set(mp.connection.wait(waitables, timeout=max(0.0, deadline - now)))
+            # CPU time cannot be waited for: look at the busy workers at least every half second
+            ready = set(mp.connection.wait(waitables, timeout=min(0.5, budget.timeout)))
             for w in list(sup.busy):
                 if w.conn not in ready and w.proc.sentinel not in ready:
                     continue
@@ -262,13 +289,14 @@ def run_supervised(
                 yield msg[1] if msg[0] == "ok" else failed(job, f"its result could not be returned ({msg[1]})")
             now = time.monotonic()
             for w in list(sup.busy):
-                if now - w.started >= budget.timeout:
+                why = w.overrun(budget, now)
+                if why:
                     sup.busy.remove(w)
                     job, w.job = w.job, None
                     sup.retire(w)
                     if more():
                         sup.start()
-                    yield failed(job, f"parsing took longer than {budget.timeout:g} s (file-timeout)")
+                    yield failed(job, why)
     finally:
         sup.close()
 

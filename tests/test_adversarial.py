@@ -123,6 +123,9 @@ def _chaos(source):
         os.kill(os.getpid(), signal.SIGSEGV)  # what libcst's native parser does on a stack overflow
     if "STALL_HERE" in source.text:
         time.sleep(3600)
+    if "SPIN_HERE" in source.text:
+        while True:
+            pass
     if "HOG_HERE" in source.text:
         hog = bytearray(64 * 1024 ** 3)  # past the worker's address-space limit
     return []
@@ -153,7 +156,8 @@ def test_a_crash_a_stall_and_a_memory_hog_become_sys001_and_the_scan_goes_on(tmp
     for name in ("pytorch-fp32-loop", "accelerate-no-mp"):
         adv.base_one(repo, name)
     adv.write(repo, {"chaos/crash.py": "import torch  # CRASH_HERE\n", "chaos/stall.py": "import torch  # STALL_HERE\n",
-                     "chaos/hog.py": "import torch  # HOG_HERE\n", ".gpulint.toml": "file-timeout = 3\n"})
+                     "chaos/hog.py": "import torch  # HOG_HERE\n", "chaos/spin.py": "import torch  # SPIN_HERE\n",
+                     ".gpulint.toml": "file-timeout = 4\n"})
     plugin_dir = tmp_path / "plugin"
     adv.write(plugin_dir, {"chaos_plugin.py": CHAOS_PLUGIN})
     clean = tmp_path / "clean"
@@ -166,7 +170,8 @@ def test_a_crash_a_stall_and_a_memory_hog_become_sys001_and_the_scan_goes_on(tmp
     findings = json.loads(proc.stdout)
     by_path = {f["path"]: f for f in findings if f["path"].startswith("chaos/")}
     assert "the parser crashed (SIGSEGV" in by_path["chaos/crash.py"]["message"]
-    assert "took longer than 3 s (file-timeout)" in by_path["chaos/stall.py"]["message"]
+    assert "did not finish in 20 s (5 x file-timeout): stalled" in by_path["chaos/stall.py"]["message"]
+    assert "file-timeout" in by_path["chaos/spin.py"]["message"]  # 4 s of CPU time, or a stall on a very busy machine
     assert "too large for the 'chaos' reader" in by_path["chaos/hog.py"]["message"]
     assert {f["code"] for f in by_path.values()} == {"SYS001"}
     assert sorted(key(f) for f in findings if not f["path"].startswith("chaos/")) == expected

@@ -24,6 +24,9 @@ def _square(job):
         os.kill(os.getpid(), signal.SIGSEGV)
     if job == "sleep":
         time.sleep(60)
+    if job == "spin":
+        while True:
+            pass
     return job * job
 
 
@@ -33,12 +36,19 @@ def _failed(job, why):
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_results_crashes_and_timeouts(workers):
-    out = list(run_supervised([1, 2, "segv", 3, "sleep", 4], _square, _failed, workers=workers, budget=Budget(timeout=2)))
+    out = list(run_supervised([1, 2, "segv", 3, "sleep", 4], _square, _failed, workers=workers, budget=Budget(timeout=1, stall_factor=3)))
     assert sorted(x for x in out if isinstance(x, int)) == [1, 4, 9, 16]
     failures = {x[1]: x[2] for x in out if isinstance(x, tuple)}
     assert failures.keys() == {"segv", "sleep"}
     assert failures["segv"].startswith("the parser crashed (SIGSEGV")
-    assert failures["sleep"] == "parsing took longer than 2 s (file-timeout)"
+    # a worker stuck without using CPU is a stall, after stall_factor timeouts of wall-clock time
+    assert failures["sleep"] == "parsing did not finish in 3 s (3 x file-timeout): stalled"
+
+
+def test_cpu_time_is_the_budget():
+    """A busy machine slows the wall clock, not the file: the budget is the worker's CPU time."""
+    (out,) = run_supervised(["spin"], _square, _failed, budget=Budget(timeout=2, stall_factor=60))
+    assert out == ("failed", "spin", "parsing took longer than 2 s of CPU time (file-timeout)")
 
 
 def test_jobs_are_taken_only_when_a_worker_is_free():
