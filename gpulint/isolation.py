@@ -38,7 +38,7 @@ class Budget:
     timeout: float = 20.0  # seconds of CPU time per file (wall-clock time where the OS does not tell)
     stall_factor: float = 5.0  # a worker still busy after this many timeouts of wall-clock time is stalled
     memory_mb: int = 1024  # address space a worker may map beyond its start (Linux: RLIMIT_AS); 0 = no limit
-    recycle_mb: int = 400  # a worker whose resident memory grew past this is replaced after its file
+    recycle_mb: int = 200  # a worker whose resident memory grew past this is replaced after its file
 
 
 # -- the worker side -----------------------------------------------------------------------
