@@ -52,7 +52,8 @@ FRAGMENTS = {
                         "accelerate launch --mixed_precision bf16 ", "deepspeed ", "export NCCL_", "FI_PROVIDER=efa ", "$(", "`", "${", "<<'EOF'\n",
                         "EOF\n", "&&", ";", "if [ ", "fi", "case ", "esac", "srun ", "--config_file ", "\\\n"],
     "dockerfile": _COMMON + ["FROM nvidia/cuda\n", "RUN ", "CMD [", "ENTRYPOINT ", "ENV NCCL_DEBUG=INFO\n", "ARG X\n", "RUN <<EOF\n", "EOF\n",
-                             "python train.py", "torchrun ", "\\\n", "# syntax=docker/dockerfile:1\n"],
+                             "python train.py", "torchrun ", "\\\n", "# syntax=docker/dockerfile:1\n", 'SHELL ["/bin/bash", "-c"]\n', "WORKDIR /w\n",
+                             "ONBUILD ", "HEALTHCHECK ", "STOPSIGNAL ", "USER ", "COPY ", "LABEL ", "EXPOSE ", "VOLUME "],
     "makefile": _COMMON + ["train:\n", "\tpython train.py\n", "X = $(Y)\n", "$(", "$$", "define x\n", "endef\n", ".PHONY: train\n", "include ",
                            "\ttorchrun --nproc_per_node=$(N) t.py\n", "ifeq (", "endif\n"],
 }

@@ -144,6 +144,9 @@ def content_cases() -> list[Case]:
         Case("terraform-deep", "usual suspects", {"h/deep.tf": "locals {\n  x = " + "[" * 3000 + "]" * 3000 + "\n}\n",
                                                   "h/truncated.tf": 'resource "aws_instance" "x" {\n  instance_type = "p4d.24xlarge"\n'},
              {"h/truncated.tf": ""}),
+        Case("dockerfile-every-instruction", "usual suspects", {"h/all.Dockerfile": "".join(
+            f"{ins} x\n" for ins in ("FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
+                                     "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "NOSUCH")) + 'SHELL ["/bin/bash", "-c"]\nCMD python x.py\n'}),
         Case("makefile-recursive", "usual suspects", {"h/Makefile": "X = $(X) $(X)\nY := $(" * 2000 + "\ntrain:\n\t$(X) python train.py\n"}),
         Case("non-python-notebook", "issue 9", {"h/analysis.ipynb": _nb([_code("library(ggplot2)\nx <- c(1, 2, 3e)\n")], language="R")},
              silent=("h/analysis.ipynb",)),
