@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
 
 from gpulint.model import Severity
 
@@ -57,6 +56,9 @@ class Config:
     rule_options: dict[str, dict] = field(default_factory=dict)
     baseline: str | None = None
     max_file_size_kb: int = 2048
+    max_nesting: int = 200  # budgets of one file's parse (gpulint.limits)
+    max_nodes: int = 100_000
+    file_timeout: float = 20.0
     pricing: dict = field(default_factory=dict)
     instances: list[dict] = field(default_factory=list)
     models: dict[str, float] = field(default_factory=dict)
@@ -105,18 +107,25 @@ def read_table(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
     if path.suffix in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
+        from gpulint.yamlnodes import YamlError, load_documents
+
+        try:  # the scan's own bounded loader: an alias bomb or deep nesting is an error message, not a hang
+            docs = load_documents(text)
+        except YamlError as exc:
+            raise ConfigError(f"{path}:{exc.line}: invalid YAML: {exc}") from None
+        if len(docs) > 1:
+            raise ConfigError(f"{path}: a configuration is one YAML document, not {len(docs)}")
+        data = docs[0].data if docs else {}
         data = data or {}
         if isinstance(data, dict) and "gpulint" in data and len(data) == 1:
             data = data["gpulint"]
     else:
         try:
             data = _toml().loads(text)
+        except RecursionError:
+            raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
         except Exception as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+            raise ConfigError(f"{path}: invalid TOML: {_short(str(exc))}") from None
         if path.name == "pyproject.toml":
             data = data.get("tool", {}).get("gpulint", {})
     if not isinstance(data, dict):
@@ -128,15 +137,18 @@ def validate(data: dict, where: str, rule_options: dict[str, dict] | None = None
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(config_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        raise ConfigError("\n".join(_explain(where, e) for e in errors[:10]))
-    for code, opts in (data.get("rules") or {}).items():
-        schema = (rule_options or {}).get(code)
-        if schema is None:
-            continue  # unknown codes are reported by the caller, which knows the rules
-        for e in jsonschema.Draft202012Validator(schema).iter_errors(opts):
-            raise ConfigError(_explain(where, e, prefix=["rules", code]))
+    try:
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+        if errors:
+            raise ConfigError("\n".join(_explain(where, e) for e in errors[:10]))
+        for code, opts in (data.get("rules") or {}).items():
+            schema = (rule_options or {}).get(code)
+            if schema is None:
+                continue  # unknown codes are reported by the caller, which knows the rules
+            for e in jsonschema.Draft202012Validator(schema).iter_errors(opts):
+                raise ConfigError(_explain(where, e, prefix=["rules", code]))
+    except RecursionError:
+        raise ConfigError(f"{where}: the configuration is nested too deeply to be a gpulint configuration") from None
 
 
 def _explain(where: str, err, prefix: list | None = None) -> str:
@@ -145,13 +157,21 @@ def _explain(where: str, err, prefix: list | None = None) -> str:
         extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
         key = ".".join(path + extra[:1])
         return f"{where}: unknown key '{key}'" + (f" (known keys: {', '.join(sorted(err.schema.get('properties', {})))})" if not path else "")
-    key = ".".join(path) or "(top level)"
-    message = err.message
+    key = _short(".".join(path), 80) or "(top level)"
+    message, value = err.message, repr(err.instance)
+    if message.startswith(value) and len(value) > 80:  # jsonschema starts with the whole value
+        message = _short(value, 80) + message[len(value):]
+    message = _short(message, 300)
     if err.validator == "pattern":
-        message = f"{err.instance!r} is not a rule code or family prefix (like AMP001 or AMP)"
+        message = f"{_short(repr(err.instance))} is not a rule code or family prefix (like AMP001 or AMP)"
     elif err.validator == "enum":
-        message = f"{err.instance!r} is not one of {', '.join(map(repr, err.validator_value))}"
+        message = f"{_short(repr(err.instance))} is not one of {', '.join(map(repr, err.validator_value))}"
     return f"{where}: key '{key}': {message}"
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """A message that quotes a value quotes its start: a hostile config must not print megabytes."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
 
 
 def load_config(explicit: Path | None, start: Path, require_overlay: bool = True) -> Config:
@@ -202,6 +222,9 @@ def from_dict(data: dict, path: Path | None) -> Config:
         rule_options=dict(data.get("rules") or {}),
         baseline=data.get("baseline"),
         max_file_size_kb=int(data.get("max-file-size-kb", 2048)),
+        max_nesting=int(data.get("max-nesting", 200)),
+        max_nodes=int(data.get("max-nodes", 100_000)),
+        file_timeout=float(data.get("file-timeout", 20.0)),
         pricing=dict(data.get("pricing") or {}),
         instances=list(data.get("instances") or []),
         models=dict(data.get("models") or {}),

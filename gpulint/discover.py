@@ -5,10 +5,18 @@ untracked-but-not-ignored), which honours every .gitignore, .git/info/exclude
 and the global excludes exactly. Elsewhere the tree is walked. Virtualenvs,
 node_modules, build output and VCS folders are always skipped, and the
 configuration's ``exclude`` globs apply on top.
+
+Whatever the tree holds, discovery never fails: a symlink is followed only
+to a regular file inside the root (never out of it, git or not; loops are
+skipped), file names that are not UTF-8 are kept (shown with ``%XX``
+escapes), and folders that cannot be read are reported in ``problems`` and
+skipped.
 """
 from __future__ import annotations
 
 import os
+import posixpath
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -29,13 +37,57 @@ class Candidate:
     kind: str
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a folder that cannot be entered (permission), a name too long ...
+        return False
+
+
 def _skip_dir(name: str, path: Path) -> bool:
     if name in SKIP_DIRS or name.endswith(".egg-info"):
         # a folder named env/venv that is not a virtualenv may be real code
-        if name in ("env", ".env") and not (path / "pyvenv.cfg").exists():
+        if name in ("env", ".env") and not _exists(path / "pyvenv.cfg"):
             return False
         return True
-    return (path / "pyvenv.cfg").exists()
+    return _exists(path / "pyvenv.cfg")
+
+
+def display_name(rel: str) -> str:
+    """A path as reports show it: bytes that are not UTF-8 (kept by Python as
+    surrogate escapes) become ``%XX``, as in a URL, so every report (text,
+    JSON, SARIF, an editor) can print it and no backslash is taken for a
+    Windows separator."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        raw = rel.encode("utf-8", "surrogateescape")
+        out, i = [], 0
+        while i < len(raw):
+            for end in range(min(len(raw), i + 4), i, -1):  # the longest valid UTF-8 sequence here
+                try:
+                    out.append(raw[i:end].decode("utf-8"))
+                    i = end
+                    break
+                except UnicodeDecodeError:
+                    continue
+            else:
+                out.append(f"%{raw[i]:02X}")
+                i += 1
+        return "".join(out)
+
+
+def _inside(path: Path, root: str) -> bool:
+    """Whether `path`, with every symlink resolved, is a regular file under `root` (resolved).
+    os.path.realpath never raises on a loop; a loop does not resolve to a file."""
+    real = os.path.realpath(path)
+    if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(real).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def git_files(root: Path) -> list[str] | None:
@@ -54,16 +106,19 @@ def git_files(root: Path) -> list[str] | None:
     return sorted(set(names))
 
 
-def walk_files(root: Path) -> list[str]:
+def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> list[str]:
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def unreadable(err: OSError) -> None:
+        if problems is not None and err.filename is not None:
+            rel = Path(err.filename).relative_to(root).as_posix() if Path(err.filename).is_relative_to(root) else str(err.filename)
+            problems.append((display_name(rel), err.strerror or str(err)))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):  # symlinked folders are not entered
         here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, here / d) and not (here / d).is_symlink())
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, here / d) and not os.path.islink(here / d))
         for f in filenames:
-            p = here / f
-            if p.is_symlink() and not p.resolve().is_relative_to(root.resolve()):
-                continue
-            out.append(p.relative_to(root).as_posix())
+            out.append((here / f).relative_to(root).as_posix())
     return sorted(out)
 
 
@@ -92,11 +147,27 @@ class Classifier:
         return None
 
 
-def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_base: Path | None = None) -> list[Candidate]:
-    root = root.resolve()
+def _unreadable_ancestor(root: Path, rel: str) -> str:
+    """The outermost folder on the way to `rel` that cannot be listed (the one to report)."""
+    parts = PurePosixPath(rel).parts[:-1]
+    for i in range(1, len(parts) + 1):
+        try:
+            os.listdir(root.joinpath(*parts[:i]))
+        except PermissionError:
+            return "/".join(parts[:i])
+        except OSError:
+            break
+    return posixpath.dirname(rel) or "."
+
+
+def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_base: Path | None = None,
+             problems: list[tuple[str, str]] | None = None) -> list[Candidate]:
+    """Files to scan under `root`, with their kinds. Folders that could not be
+    read are appended to `problems` as (relative path, reason)."""
+    root = Path(os.path.realpath(root))
     names = git_files(root)
     if names is None:
-        names = walk_files(root)
+        names = walk_files(root, problems)
     else:
         always = SKIP_DIRS - {"env", ".env"}
         venv_cache: dict[str, bool] = {}
@@ -107,7 +178,7 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
             for i in range(1, len(parts) + 1):
                 d = "/".join(parts[:i])
                 if d not in venv_cache:
-                    venv_cache[d] = (root / d / "pyvenv.cfg").exists() or (parts[i - 1] in ("env", ".env") and _skip_dir(parts[i - 1], root / d))
+                    venv_cache[d] = _exists(root / d / "pyvenv.cfg") or (parts[i - 1] in ("env", ".env") and _skip_dir(parts[i - 1], root / d))
                 if venv_cache[d]:
                     return True
             return False
@@ -115,7 +186,8 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
         names = [n for n in names if not any(part in always or part.endswith(".egg-info") for part in PurePosixPath(n).parts[:-1])
                  and not in_venv(n)]
     spec = pathspec.PathSpec.from_lines("gitwildmatch", exclude) if exclude else None
-    base = (exclude_base or root).resolve()
+    base = Path(os.path.realpath(exclude_base or root))
+    real_root = str(root)
     out = []
     for rel in names:
         p = root / rel
@@ -126,9 +198,21 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
                 rel_to_cfg = rel
             if spec.match_file(rel_to_cfg):
                 continue
-        if not p.is_file():
+        try:
+            if os.path.islink(p):
+                if not _inside(p, real_root):  # out of the root, a loop, or not a regular file
+                    continue
+            elif not stat.S_ISREG(os.lstat(p).st_mode):
+                continue
+        except PermissionError as exc:  # a tracked file in a folder that cannot be entered
+            if problems is not None:
+                folder = display_name(_unreadable_ancestor(root, rel))
+                if all(f != folder for f, _ in problems):
+                    problems.append((folder, exc.strerror or str(exc)))
+            continue
+        except (OSError, ValueError):
             continue
         kind = classifier.kind_of(p)
         if kind:
-            out.append(Candidate(rel, p, kind))
+            out.append(Candidate(display_name(rel), p, kind))
     return out

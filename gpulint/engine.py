@@ -12,14 +12,17 @@ import posixpath
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import pathspec
 
 from gpulint import baseline as bl
+from gpulint import limits
 from gpulint.config import Config, is_enabled
 from gpulint.context import FileContext, WorkloadContext
+from gpulint.decoding import decode
 from gpulint.discover import Candidate, Classifier, discover
+from gpulint.isolation import Budget, WorkersUnavailable, run_supervised
 from gpulint.model import Fact, Finding, Location, Severity
 from gpulint.plugins import PluginHost, Registry, format_traceback
 from gpulint.readers.errors import ReadError
@@ -47,19 +50,27 @@ class FileResult:
     parsed: bool = False
     skipped: str = ""  # why the file was not parsed (text gate, size)
     errors: list[str] = field(default_factory=list)  # tracebacks for --verbose
-    source: Source | None = None  # kept in memory only (not part of the pure result)
 
 
 def sys_finding(code: str, name: str, loc: Location, message: str, guidance: str, symbol: str) -> Finding:
     return Finding(code, name, Severity.ERROR if code in ("SYS001", "SYS002") else Severity.INFO, loc, message, guidance, symbol=symbol)
 
 
-def analyze_file(rel: str, text: str, kind: str, registry: Registry, config: Config, rules: list[Rule], force: bool = False) -> FileResult:
-    """Parse one file once and run every extractor and file-level rule on it."""
+def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, config: Config, rules: list[Rule],
+                 force: bool = False) -> FileResult:
+    """Parse one file once and run every extractor and file-level rule on it.
+
+    A pure function of the file's bytes (or an editor's text), its kind and the
+    configuration: nothing is kept but facts, findings and suppressions."""
     res = FileResult(rel, kind)
     fk = next((k for k in registry.file_kinds if k.name == kind), None)
     if fk is None:
         return res
+    text, problem = decode(data, kind)
+    if text is None:
+        res.findings.append(_read_error(rel, problem))
+        return res
+    del data
     extractors = [e for e in registry.extractors if kind in e.kinds]
     file_rules = [r for r in rules if kind in r.kinds]
     if kind in CODE_KINDS and not force:
@@ -69,47 +80,73 @@ def analyze_file(rel: str, text: str, kind: str, registry: Registry, config: Con
             res.skipped = "no ML framework mentioned"
             res.suppressions = find_suppressions(text, fk.comment, python=kind == "python")
             return res
-    try:
-        source = fk.parse(text, rel)
-    except ParseError as exc:
-        res.findings.append(_parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column), exc.message))
-        res.suppressions = find_suppressions(text, fk.comment, python=False)
-        return res
-    res.parsed = True
-    res.source = source
-    if kind == "notebook":
-        res.suppressions = _notebook_suppressions(source)
-    else:
-        res.suppressions = find_suppressions(source.text, fk.comment, python=kind == "python")
-    for ex in extractors:
-        if not ex.wants(source):
-            continue
+    with limits.using(limits.Limits.of(config)):
         try:
-            res.facts += ex.extract(source)
-        except (ParseError, ReadError) as exc:  # readers parse their own text (Terraform, shell ...)
-            res.findings.append(_parse_error(rel, source.loc(exc.line or 1, exc.column or 1), exc.message))
+            source = fk.parse(text, rel)
+        except ParseError as exc:
+            res.findings.append(_parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column), exc.message,
+                                             _OVER_BUDGET if isinstance(exc, limits.LimitExceeded) else _FIX_SYNTAX))
+            res.suppressions = find_suppressions(text, fk.comment, python=False)
+            return res
+        except (RecursionError, MemoryError) as exc:  # a parser of a plugin without its own guard
+            what = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
+            res.findings.append(_parse_error(rel, Location(rel, 1, 1), f"{what} to parse", _OVER_BUDGET))
+            res.suppressions = find_suppressions(text, fk.comment, python=False)
+            return res
         except Exception as exc:
-            res.findings.append(sys_finding("SYS002", "rule-error", source.loc(1, 1),
-                                            f"fact extractor '{ex.name}' failed on {rel}: {type(exc).__name__}: {exc}"[:300],
+            res.findings.append(sys_finding("SYS002", "rule-error", Location(rel, 1, 1),
+                                            f"the {kind} parser failed on {rel}: {type(exc).__name__}: {exc}"[:300],
                                             "This is a bug in gpulint or a plugin; run with --verbose for the traceback and report it.",
-                                            symbol=f"extractor:{ex.name}"))
+                                            symbol=f"parser:{kind}"))
             res.errors.append(format_traceback(exc))
-    ctx = FileContext(config, source)
-    for rule in file_rules:
-        if rule.requires_text and not any(n in text for n in rule.requires_text):
-            continue
-        try:
-            res.findings += list(rule.check_file(source, ctx) or ())
-        except Exception as exc:
-            res.findings.append(rule_error(rule, source.loc(1, 1), rel, exc))
-            res.errors.append(format_traceback(exc))
+            return res
+        res.parsed = True
+        if kind == "notebook":
+            res.suppressions = _notebook_suppressions(source)
+        else:
+            res.suppressions = find_suppressions(source.text, fk.comment, python=kind == "python")
+        for ex in extractors:
+            if not ex.wants(source):
+                continue
+            try:
+                res.facts += ex.extract(source)
+            except (ParseError, ReadError) as exc:  # readers parse their own text (Terraform, shell ...)
+                res.findings.append(_parse_error(rel, source.loc(exc.line or 1, exc.column or 1), exc.message))
+            except (RecursionError, MemoryError) as exc:
+                what = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
+                res.findings.append(_parse_error(rel, source.loc(1, 1), f"{what} for the '{ex.name}' reader", _OVER_BUDGET))
+            except Exception as exc:
+                res.findings.append(sys_finding("SYS002", "rule-error", source.loc(1, 1),
+                                                f"fact extractor '{ex.name}' failed on {rel}: {type(exc).__name__}: {exc}"[:300],
+                                                "This is a bug in gpulint or a plugin; run with --verbose for the traceback and report it.",
+                                                symbol=f"extractor:{ex.name}"))
+                res.errors.append(format_traceback(exc))
+        ctx = FileContext(config, source)
+        for rule in file_rules:
+            if rule.requires_text and not any(n in text for n in rule.requires_text):
+                continue
+            try:
+                res.findings += list(rule.check_file(source, ctx) or ())
+            except Exception as exc:
+                res.findings.append(rule_error(rule, source.loc(1, 1), rel, exc))
+                res.errors.append(format_traceback(exc))
     return res
 
 
-def _parse_error(rel: str, where: Location, message: str) -> Finding:
-    return sys_finding("SYS001", "parse-error", where, f"{rel} could not be parsed: {message}",
-                       "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete.",
-                       symbol="parse")
+def _read_error(rel: str, problem: str) -> Finding:
+    return sys_finding("SYS001", "parse-error", Location(rel, 1, 1), f"{rel} could not be read: {problem}",
+                       "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")
+
+
+_FIX_SYNTAX = "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete."
+_OVER_BUDGET = ("The file is past a parse budget, so gpulint did not read it (the rest of the scan is complete). If it is real "
+                "code or configuration, raise the limit named in the message in [tool.gpulint]; otherwise exclude it.")
+_CRASHED = ("gpulint's parser could not finish this file; the rest of the scan is complete and unaffected. Exclude the file in "
+            "[tool.gpulint] exclude, or raise file-timeout if it is a large real file; please report a crash.")
+
+
+def _parse_error(rel: str, where: Location, message: str, guidance: str = _FIX_SYNTAX) -> Finding:
+    return sys_finding("SYS001", "parse-error", where, f"{rel} could not be parsed: {message}", guidance, symbol="parse")
 
 
 def _notebook_suppressions(source: Source):
@@ -163,7 +200,8 @@ class Scanner:
         rules = self.rules(req.select, req.ignore)
         classifier = Classifier(self.registry.file_kinds)
         excludes = list(self.config.exclude)
-        cands = discover(root, classifier, excludes, self.config.root)
+        problems: list[tuple[str, str]] = []
+        cands = discover(root, classifier, excludes, self.config.root, problems=problems)
         if req.stdin_filename:
             rel = _rel(Path(req.stdin_filename), root)
             kind = classifier.kind_of(Path(req.stdin_filename)) or ""
@@ -171,8 +209,9 @@ class Scanner:
             if kind:
                 cands.append(Candidate(rel, root / rel, kind))
             report_only = {rel}
-        texts: dict[str, str] = {}
         results: dict[str, FileResult] = {}
+        for rel, problem in problems:  # folders discovery could not enter
+            results[rel] = FileResult(rel, "", findings=[_unreadable_dir(rel, problem)])
         max_bytes = self.config.max_file_size_kb * 1024
         errors: list[str] = []
         # infrastructure and launchers first: they say which scripts must be parsed whatever their imports
@@ -182,19 +221,17 @@ class Scanner:
         infra = [c for c in order if c.kind not in CODE_KINDS]
         code = [c for c in order if c.kind in CODE_KINDS]
         for phase in (infra, code):
-            jobs: list[tuple[str, str, str, bool]] = []
-            for cand in phase:
-                text, problem = self._read(cand, req, root, max_bytes)
-                if text is None:
-                    if problem:
-                        results[cand.rel] = FileResult(cand.rel, cand.kind, findings=[sys_finding(
-                            "SYS001", "parse-error", Location(cand.rel, 1, 1), f"{cand.rel} could not be read: {problem}",
-                            "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")])
-                    continue
-                texts[cand.rel] = text
-                force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
-                jobs.append((cand.rel, text, cand.kind, force))
-            for res in self._analyze_all(jobs, rules, req.jobs):
+            def jobs(phase=phase) -> Iterator[tuple[str, bytes | str, str, bool]]:
+                # read one file at a time, as workers take them: the scan never holds every file's bytes
+                for cand in phase:
+                    data, problem = self._read(cand, req, root, max_bytes)
+                    if data is None:
+                        results[cand.rel] = FileResult(cand.rel, cand.kind, findings=[_read_error(cand.rel, problem)])
+                        continue
+                    force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
+                    yield cand.rel, data, cand.kind, force
+
+            for res in self._analyze_all(jobs(), rules, req.jobs):
                 results[res.path] = res
                 errors += res.errors
                 for f in res.facts:
@@ -207,7 +244,7 @@ class Scanner:
         wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue), workloads=workloads,
                                ambiguities=linked.ambiguities)
         wctx.computes = resolve_scan(workloads, linked.computes, repo, wctx.catalogue, self.config)
-        findings: list[Finding] = [f for r in results.values() for f in r.findings]
+        findings: list[Finding] = _sys001_severity([f for r in results.values() for f in r.findings], workloads)
         for rule in rules:
             if type(rule).check_workload is Rule.check_workload:
                 continue
@@ -252,17 +289,24 @@ class Scanner:
         return result, workloads
 
     # -- helpers --------------------------------------------------------------------------
-    def _analyze_all(self, jobs: list[tuple[str, str, str, bool]], rules: list[Rule], workers: int) -> list[FileResult]:
-        if workers <= 1 or len(jobs) < 2 * workers:
-            return [analyze_file(rel, text, kind, self.registry, self.config, rules, force=force) for rel, text, kind, force in jobs]
-        from concurrent.futures import ProcessPoolExecutor
-
+    def _analyze_all(self, jobs: Iterable[tuple[str, bytes | str, str, bool]], rules: list[Rule], workers: int) -> Iterator[FileResult]:
+        """Every job's FileResult, computed in supervised worker processes
+        (gpulint.isolation): a crash or overrun of one file is a SYS001 for it."""
+        budget = Budget(timeout=self.config.file_timeout)
         codes = [r.code for r in rules]
-        with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(self.config, codes)) as pool:
-            return list(pool.map(_worker_analyze, jobs, chunksize=max(1, len(jobs) // (workers * 4))))
+        pending = iter(jobs)
+        try:
+            yield from run_supervised(pending, _worker_analyze, _worker_failed, workers=workers, budget=budget,
+                                      init=_worker_init, init_args=(self.config, rules, self.registry),
+                                      spawn_init_args=(self.config, codes, None))
+        except WorkersUnavailable as exc:  # no processes can be started here: same work, in this process
+            for job in (*exc.jobs, *pending):
+                yield analyze_file(job[0], job[1], job[2], self.registry, self.config, rules, force=job[3])
 
     def _root(self, req: ScanRequest) -> tuple[Path, set[str] | None]:
-        paths = [p.resolve() for p in req.paths]
+        import os
+
+        paths = [Path(os.path.realpath(p)) for p in req.paths]
         for p in paths:
             if not p.exists():
                 raise ScanError(f"{p}: no such file or directory")
@@ -294,25 +338,24 @@ class Scanner:
             pass
         return Path.cwd().resolve() if here.is_relative_to(Path.cwd().resolve()) else here
 
-    def _read(self, cand: Candidate, req: ScanRequest, root: Path, max_bytes: int) -> tuple[str | None, str]:
+    def _read(self, cand: Candidate, req: ScanRequest, root: Path, max_bytes: int) -> tuple[bytes | str | None, str]:
+        """The file's bytes (an editor's or standard input's text), or None and why not."""
         if req.stdin_filename and cand.rel == _rel(Path(req.stdin_filename), root) and req.stdin_text is not None:
             return req.stdin_text, ""
         buf = req.buffers.get(str(cand.abs))
         if buf is not None:
             return buf, ""
+        too_big = f"larger than max-file-size-kb ({max_bytes // 1024:,} KB); not read"
         try:
-            size = cand.abs.stat().st_size
-            if size > max_bytes:
-                return None, ""  # large data files are not configuration
-            data = cand.abs.read_bytes()
+            if cand.abs.stat().st_size > max_bytes:
+                return None, too_big
+            with open(cand.abs, "rb") as fh:
+                data = fh.read(max_bytes + 1)  # the file may have grown since stat
         except OSError as exc:
-            return None, str(exc)
-        if b"\0" in data[:8192]:
-            return None, ""
-        try:
-            return data.decode("utf-8-sig"), ""
-        except UnicodeDecodeError as exc:
-            return None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+            return None, exc.strerror or str(exc)
+        if len(data) > max_bytes:
+            return None, too_big
+        return data, ""
 
     def _post(self, findings: list[Finding], results: dict[str, FileResult], rules: list[Rule], report_only: set[str] | None,
               root: Path) -> list[Finding]:
@@ -364,18 +407,56 @@ class Scanner:
 _WORKER: dict = {}
 
 
-def _worker_init(config: Config, codes: list[str]) -> None:
-    """A worker process loads the plugins once; the per-file work is then pure."""
-    host = PluginHost()
-    reg = host.registry
-    _WORKER.update(registry=reg, config=config, rules=[reg.rules[c](config.rule_options.get(c)) for c in codes if c in reg.rules])
+def _worker_init(config: Config, rules: list, registry: Registry | None) -> None:
+    """Once per worker process. A forked worker inherits the parent's registry
+    and rules; a spawned one loads the plugins again and builds the rules from
+    their codes. The per-file work is then pure."""
+    if registry is None:
+        registry = PluginHost().registry
+        rules = [registry.rules[c](config.rule_options.get(c)) for c in rules if c in registry.rules]
+    _WORKER.update(registry=registry, config=config, rules=rules)
 
 
-def _worker_analyze(job: tuple[str, str, str, bool]) -> FileResult:
-    rel, text, kind, force = job
-    res = analyze_file(rel, text, kind, _WORKER["registry"], _WORKER["config"], _WORKER["rules"], force=force)
-    res.source = None  # parse trees stay in the worker; only plain records travel back
-    return res
+def _worker_analyze(job: tuple[str, bytes | str, str, bool]) -> FileResult:
+    rel, data, kind, force = job
+    return analyze_file(rel, data, kind, _WORKER["registry"], _WORKER["config"], _WORKER["rules"], force=force)
+
+
+def _worker_failed(job: tuple[str, bytes | str, str, bool], reason: str) -> FileResult:
+    """The result of a file whose worker crashed or ran out of time."""
+    rel, _, kind, _ = job
+    return FileResult(rel, kind, findings=[_parse_error(rel, Location(rel, 1, 1), reason, _CRASHED)])
+
+
+def _unreadable_dir(rel: str, problem: str) -> Finding:
+    return sys_finding("SYS001", "parse-error", Location(rel, 1, 1), f"folder {rel} could not be read: {problem}; its files were not scanned",
+                       "Make the folder readable to the user running gpulint, or exclude it in [tool.gpulint] exclude.", "read")
+
+
+def fed_files(workloads: list[Workload]) -> set[str]:
+    """Every file a workload is built from: its code, configs, launchers and compute."""
+    out: set[str] = set()
+    for wl in workloads:
+        out.add(wl.entrypoint)
+        out.update(wl.code_files)
+        out.update(wl.configs)
+        out.update(f.loc.path for f in (*wl.launchers, *wl.env))
+        for c in (wl.compute, *getattr(wl, "job_computes", ())):
+            if c is not None:
+                out.add(c.path)
+                out.update(j.path for j in getattr(c, "joined", ()))
+    return out
+
+
+def _sys001_severity(findings: list[Finding], workloads: list[Workload]) -> list[Finding]:
+    """SYS001 is an error for a file that feeds a workload (its facts are
+    missing from a workload's checks) and info for one that feeds none (a Helm
+    chart, a data file, a broken script nothing runs): it must not fail CI."""
+    if not any(f.code == "SYS001" for f in findings):
+        return findings
+    fed = fed_files(workloads)
+    return [f.with_(severity=Severity.INFO) if f.code == "SYS001" and f.loc.path not in fed and f.severity is Severity.ERROR else f
+            for f in findings]
 
 
 def _unused(s: Suppression, enabled: set[str], known: set[str]) -> list[Finding]:
@@ -415,8 +496,10 @@ def _per_file_ignored(f: Finding, cfg: Config, cache: dict, root: Path) -> bool:
 
 
 def _rel(p: Path, root: Path) -> str:
-    try:
-        return p.resolve().relative_to(root.resolve()).as_posix()
+    import os
+
+    try:  # os.path.realpath, unlike Path.resolve on Python < 3.13, never raises on a symlink loop
+        return Path(os.path.realpath(p)).relative_to(os.path.realpath(root)).as_posix()
     except ValueError:
         return p.as_posix()
 

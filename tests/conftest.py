@@ -4,6 +4,16 @@ from pathlib import Path
 
 import pytest
 
+try:  # property tests: a small search in CI, a long one with `pytest --hypothesis-profile=long`
+    from hypothesis import HealthCheck, settings
+
+    _quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=_quiet, derandomize=True)
+    settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=_quiet)
+    settings.load_profile("ci")
+except ImportError:  # hypothesis is a test extra; test_properties.py says so when it is missing
+    pass
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 

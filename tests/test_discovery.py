@@ -175,9 +175,12 @@ def test_utf8_bom_is_fine(tmp_path):
     assert scan(tmp_path)["findings"] == []
 
 
-def test_binary_file_with_a_known_extension_is_skipped_quietly(tmp_path):
+def test_binary_file_with_a_known_extension_is_sys001_at_info(tmp_path):
+    """Not skipped silently (the scan says what it did not read), but it fails no CI: nothing uses it."""
     write(tmp_path, "weights.json", b"\x00\x01\x02binary")
-    assert scan(tmp_path)["findings"] == []
+    (f,) = scan(tmp_path)["findings"]
+    assert (f["code"], f["path"], f["severity"]) == ("SYS001", "weights.json", "info")
+    assert "binary content (a NUL byte at offset 0)" in f["message"]
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads every file")

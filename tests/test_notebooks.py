@@ -157,7 +157,9 @@ def test_syntax_error_in_one_cell_is_sys001_naming_the_cell(tmp_path):
     found = scan(tmp_path)
     (err,) = [f for f in found if f["code"] == "SYS001"]
     assert err["path"] == "broken.ipynb" and "syntax error in cell 2" in err["message"]
-    assert err["severity"] == "error"
+    # a notebook feeds no workload gpulint can link (nothing launches it): info, not a CI failure;
+    # tests/test_parse_tolerance.py covers the error severity of a file that does feed one
+    assert err["severity"] == "info"
     assert ("AMP001", "ok.ipynb") in {(f["code"], f["path"]) for f in found}  # the scan goes on
 
 

@@ -547,12 +547,13 @@ def test_malformed_scan_does_not_crash():
     rc, data = scan_json("wl-malformed")
     assert rc == 1
     got = sorted((f["code"], f["path"], f["line"]) for f in data["findings"] if f["code"].startswith("SYS"))
-    assert got == [
+    assert got == [  # the Helm template is read with placeholders: no SYS001, and no facts from it
         ("SYS001", "configs/ds.json", 5),
         ("SYS001", "infra/network.tf", 11),
-        ("SYS001", "k8s/chart/templates/job.yaml", 4),
         ("SYS003", "infra/gpu.tf", 4),
     ]
+    # none of the broken files feeds the workload: SYS001 at info, CI fails on the SPOT warnings only
+    assert {f["severity"] for f in data["findings"] if f["code"] == "SYS001"} == {"info"}
     sys3 = next(f for f in data["findings"] if f["code"] == "SYS003")
     assert "p7.48xlarge" in sys3["message"]
     assert not any(f["code"] == "SYS002" for f in data["findings"])

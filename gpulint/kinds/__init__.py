@@ -42,13 +42,14 @@ def _lazy(module: str, func: str, *, docs: bool = False):
 
 
 def _yaml_infra(source: Source) -> list[Fact]:
-    docs = source.tree or []
+    docs = [d for d in source.tree or [] if not d.template]  # a template's values are unknown until rendered
     out: list[Fact] = []
     k8s = importlib.import_module("gpulint.readers.kubernetes")
     k8s_docs = [d for d in docs if k8s.looks_like_kubernetes(d)]
     if k8s_docs:
         out += k8s.read_kubernetes(k8s_docs, source.path)
-    rest = [d for d in docs if d not in k8s_docs]
+    taken = {id(d) for d in k8s_docs}  # identity: comparing documents by value is quadratic on repeated ones
+    rest = [d for d in docs if id(d) not in taken]
     if rest:
         sky = importlib.import_module("gpulint.readers.skypilot")
         sky_docs = [d for d in rest if sky.looks_like_skypilot(d)]

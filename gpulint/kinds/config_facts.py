@@ -48,6 +48,8 @@ def _bool(v: Any) -> Any:
 def config_facts(source: Source) -> list[Fact]:
     out: list[Fact] = []
     for doc in source.tree or []:
+        if getattr(doc, "template", False):  # read with placeholders: nothing in it is known until rendered
+            continue
         d = doc.data
         if is_accelerate_config(d):
             out += _accelerate(source, doc)

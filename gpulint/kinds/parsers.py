@@ -4,103 +4,125 @@ from __future__ import annotations
 import json
 import re
 
+from gpulint.ipython import python_lines
+from gpulint.limits import LimitExceeded, check_python
+from gpulint.templates import has_template
 from gpulint.sources import ParseError, Source
 from gpulint.yamlnodes import Doc, YamlError, load_documents
 
 
 def parse_python(text: str, path: str) -> Source:
+    def syntax_error(where: tuple[int, int, str], _exc) -> ParseError:
+        line, col, msg = where
+        return ParseError(f"Python syntax error: {msg}", line, col)
+
+    return Source(path, "python", text, _parse_module(text, syntax_error))
+
+
+def _parse_module(text: str, syntax_error):
+    """libcst's tree of `text`, after the pre-checks that keep input which would
+    crash or stall its native parser away from it (gpulint.limits)."""
     import libcst as cst
 
+    cpython_error = check_python(text)  # raises LimitExceeded
     try:
-        tree = cst.parse_module(text)
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        line, col, msg = _python_error(text, exc)
-        raise ParseError(f"Python syntax error: {msg}", line, col) from None
+        raise syntax_error(_python_error(text, exc, cpython_error), exc) from None
     except (RecursionError, MemoryError):
         raise ParseError("Python source too deeply nested to parse") from None
     except Exception as exc:  # libcst raises a few other types on odd input
         raise ParseError(f"Python source could not be parsed: {_first_line(str(exc))}") from None
-    return Source(path, "python", text, tree)
 
 
-def _python_error(text: str, exc) -> tuple[int, int, str]:
+def _python_error(text: str, exc, err: SyntaxError | None = None) -> tuple[int, int, str]:
     """CPython's own position and wording for a syntax error (libcst's point at
-    the token where its parser gave up, often a line later). ast.parse only
-    parses; nothing is executed."""
+    the token where its parser gave up, often a line later). `err` is CPython's
+    error when the pre-check already has it; ast.parse only parses, nothing is
+    executed."""
     import ast
     import warnings
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except SyntaxError as err:
-        if err.lineno:
-            return err.lineno, max(1, err.offset or 1), _first_line(err.msg)
-    except (ValueError, RecursionError, MemoryError):
-        pass
+    if err is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(text)
+        except SyntaxError as e:
+            err = e
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    if err is not None and err.lineno:
+        return err.lineno, max(1, err.offset or 1), _first_line(err.msg)
     return exc.raw_line, exc.raw_column + 1, _first_line(exc.message)
 
 
-_MAGIC = re.compile(r"^\s*([%!]|\?\w|\w+\?$)")
-# cell magics whose body IPython runs as Python (timed, captured or profiled):
-# only their first line is not Python; every other cell magic is blanked whole
-_PYTHON_CELL_MAGIC = re.compile(r"^%%(time|timeit|capture|prun)\b")
+#: kernel languages whose cells are Python (IPython) code
+_PYTHON_KERNELS = ("python", "ipython", "pyspark", "python3")
+
+
+def notebook_language(nb: dict) -> str | None:
+    """The kernel's language from the notebook metadata (None when it does not say)."""
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    for section, key in (("kernelspec", "language"), ("language_info", "name")):
+        value = (meta.get(section) or {}).get(key) if isinstance(meta.get(section), dict) else None
+        if isinstance(value, str) and value.strip():
+            return value.strip().lower()
+    return None
 
 
 def parse_notebook(text: str, path: str) -> Source:
     """Code cells of a Jupyter notebook as one virtual module (imports made in
-    one cell are seen by the next). IPython magics and shell escapes are
-    blanked so they parse; locations map back to cell and line."""
-    import libcst as cst
-
+    one cell are seen by the next), IPython syntax rewritten line for line
+    (gpulint.ipython), so locations map back to cell and line. A notebook whose
+    kernel is not Python (R, Julia, Scala ...) has no Python to read: it parses
+    to an empty module."""
     try:
         nb = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise LimitExceeded("notebook JSON nested too deeply for the parser to follow") from None
+    except ValueError as exc:
         raise ParseError(f"notebook is not valid JSON: {_first_line(str(exc))}", getattr(exc, "lineno", 1) or 1, getattr(exc, "colno", 1) or 1) from None
-    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(nb, dict):
+        raise ParseError(f"not a Jupyter notebook: the top level is a JSON {type(nb).__name__}, not an object")
+    cells = nb.get("cells")
     if not isinstance(cells, list):
-        raise ParseError("notebook has no cells list")
+        if isinstance(nb.get("worksheets"), list):
+            raise ParseError("notebook format 3 (worksheets) is not read; save it with a current Jupyter (nbformat 4)")
+        raise ParseError("not a Jupyter notebook: no 'cells' list")
+    language = notebook_language(nb)
+    if language is not None and not language.startswith(_PYTHON_KERNELS):
+        import libcst as cst
+
+        return Source(path, "notebook", "\n", cst.parse_module("\n"), cells=[])
     file_lines = _source_lines_in_file(text, len(cells))
     parts: list[str] = []
     mapping: list[tuple[int, int, int | None]] = []
     line = 1
     for i, cell in enumerate(cells):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        if not isinstance(cell, dict):
+            raise ParseError(f"cell {i + 1} is a JSON {type(cell).__name__}, not an object")
+        if cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
-        src = "".join(src) if isinstance(src, list) else str(src)
-        body = _blank_magics(src.splitlines() or [""])
+        if isinstance(src, list) and all(isinstance(s, str) for s in src):
+            src = "".join(src)
+        elif not isinstance(src, str):
+            raise ParseError(f"cell {i + 1}: 'source' is not text (a string or a list of strings)")
+        body = python_lines(src)
         mapping.append((i + 1, line, file_lines[i] if file_lines else None))
         parts.append("\n".join(body))
         line += len(body)
     module = "\n".join(parts) + "\n"
     source = Source(path, "notebook", module, None, cells=mapping)
-    try:
-        source.tree = cst.parse_module(module)
-    except cst.ParserSyntaxError as exc:
-        raise _notebook_syntax_error(source, exc) from None
-    except Exception as exc:
-        raise ParseError(f"notebook code could not be parsed: {_first_line(str(exc))}") from None
+    source.tree = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
     return source
 
 
-def _blank_magics(body: list[str]) -> list[str]:
-    """Lines of one code cell with IPython syntax replaced by `pass`, so the
-    line count (and so every position) stays the same."""
-    first = body[0].lstrip()
-    if first.startswith("%%"):
-        if not _PYTHON_CELL_MAGIC.match(first):
-            return ["pass" for _ in body]  # %%bash, %%writefile ...: not Python
-        body = ["pass"] + body[1:]
-    # keep a magic's indentation: `    !nvidia-smi` in a loop body stays in the loop
-    return [(b[: len(b) - len(b.lstrip())] + "pass" if _MAGIC.match(b) else b) for b in body]
-
-
-def _notebook_syntax_error(source: Source, exc) -> ParseError:
+def _notebook_syntax_error(source: Source, where: tuple[int, int, str]) -> ParseError:
     """A ParseError at CPython's position (see _python_error), mapped back from
     the virtual module to the cell, the cell line and the line of the .ipynb."""
-    line, col, msg = _python_error(source.text, exc)
+    line, col, msg = where
     line = max(1, min(line, source.text.count("\n")))  # EOF errors point past the last line
     msg = re.sub(r"\berror at \d+:\d+: ", "", msg)  # libcst's fallback wording names virtual coordinates
     loc = source.loc(line, col)
@@ -127,24 +149,128 @@ def parse_yaml(text: str, path: str) -> Source:
     try:
         docs = load_documents(text)
     except YamlError as exc:
+        if exc.limit:
+            raise LimitExceeded(str(exc), exc.line, exc.column) from None
         raise ParseError(f"YAML syntax error: {exc}", exc.line, exc.column) from None
     return Source(path, "yaml", text, docs)
 
 
+#: files whose tools read JSON with comments and trailing commas (JSONC); every other
+#: .json is read by json.load (DeepSpeed, HF, accelerate), where a comment is an error
+_JSONC_NAMES = ("devcontainer.json", ".devcontainer.json", "settings.json", "launch.json", "tasks.json", "extensions.json",
+                "keybindings.json", "tsconfig*.json", "jsconfig*.json", ".eslintrc.json", "deno.json", "*.jsonc",
+                "*.code-workspace", "language-configuration.json", "api-extractor.json", ".swcrc")
+
+
+def is_jsonc_file(path: str) -> bool:
+    from fnmatch import fnmatch
+
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch(name, pattern) for pattern in _JSONC_NAMES) or "/.vscode/" in f"/{path}"
+
+
 def parse_json(text: str, path: str) -> Source:
+    """JSON, and what real repositories keep in .json files besides: JSON with
+    comments and trailing commas where the file's tool reads JSONC (VS Code
+    settings, devcontainer.json, tsconfig.json), JSON Lines (one record per
+    line, as dataset loaders read .json files), templates (``{{ .Values.n }}``)
+    and empty files."""
+    if not text.strip():
+        return Source(path, "json", text, [])
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1, getattr(exc, "colno", 1) or 1) from None
-    marks: dict = {}
-    if len(text) < 512_000:  # key positions for configs; big data files keep none
+    except RecursionError:
+        raise LimitExceeded("JSON nested too deeply for the parser to follow") from None
+    except ValueError as exc:
+        docs = _tolerant_json(text, exc, is_jsonc_file(path))
+        if docs is None:
+            raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1,
+                             getattr(exc, "colno", 1) or 1) from None
+        return Source(path, "json", text, docs)
+    return Source(path, "json", text, [Doc(data, _json_marks(text))])
+
+
+def _json_marks(text: str) -> dict:
+    if len(text) >= 512_000:  # key positions for configs; big data files keep none
+        return {}
+    try:
+        docs = load_documents(text)
+    except YamlError:
+        return {}
+    return docs[0].marks if docs else {}
+
+
+def _tolerant_json(text: str, exc: Exception, jsonc: bool) -> list[Doc] | None:
+    if isinstance(exc, RecursionError):
+        return None
+    if "Extra data" in str(exc):
+        docs = _json_lines(text)
+        if docs is not None:
+            return docs
+    stripped = _strip_jsonc(text) if jsonc else None
+    if stripped is not None:
         try:
-            docs = load_documents(text)
-            if docs:
-                marks = docs[0].marks
+            return [Doc(json.loads(stripped), _json_marks(stripped))]
+        except (ValueError, RecursionError):
+            pass
+    if has_template(text):
+        try:
+            return load_documents(text)
         except YamlError:
-            marks = {}
-    return Source(path, "json", text, [Doc(data, marks)])
+            return None
+    return None
+
+
+def _json_lines(text: str) -> list[Doc] | None:
+    """One JSON value per line (JSON Lines), or None when a line is not JSON."""
+    docs = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            docs.append(Doc(json.loads(line), {(): (lineno, 1)}, lineno))
+        except (ValueError, RecursionError):
+            return None
+    return docs
+
+
+_JSONC_TOKEN = re.compile(r'"|//|/\*|,')
+_JSON_STRING_REST = re.compile(r'(?:[^"\\\n]|\\.)*"')
+_CLOSER_NEXT = re.compile(r"\s*[\]}]")
+
+
+def _strip_jsonc(text: str) -> str | None:
+    """The text with // and /* */ comments and trailing commas blanked (same
+    length and lines), or None when it has none. Linear on any input."""
+    if "//" not in text and "/*" not in text and not re.search(r",\s*[\]}]", text):
+        return None
+    out = list(text)
+    pos, changed = 0, False
+    while True:
+        m = _JSONC_TOKEN.search(text, pos)
+        if m is None:
+            break
+        tok, at = m.group(), m.start()
+        if tok == '"':
+            end = _JSON_STRING_REST.match(text, at + 1)
+            if end is None:
+                return None  # an unterminated string: not JSONC either
+            pos = end.end()
+            continue
+        if tok == ",":
+            pos = at + 1
+            if _CLOSER_NEXT.match(text, pos):
+                out[at] = " "
+                changed = True
+            continue
+        end = text.find("\n", at) if tok == "//" else text.find("*/", at + 2)
+        end = len(text) if end < 0 else (end if tok == "//" else end + 2)
+        for i in range(at, end):
+            if out[i] != "\n":
+                out[i] = " "
+        changed = True
+        pos = end
+    return "".join(out) if changed else None
 
 
 def parse_toml(text: str, path: str) -> Source:
@@ -154,6 +280,8 @@ def parse_toml(text: str, path: str) -> Source:
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise LimitExceeded("TOML nested too deeply for the parser to follow") from None
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+), column (\d+)", str(exc))
         raise ParseError(f"TOML syntax error: {_first_line(str(exc))}", int(m.group(1)) if m else 1, int(m.group(2)) if m else 1) from None

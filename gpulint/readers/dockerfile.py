@@ -189,7 +189,7 @@ class _Reader:
         ep_exec = _exec_form(ep) if ep else None
         cmd_exec = _exec_form(cmd) if cmd else None
         if ep is not None and ep_exec is None:
-            return self._shell(ep, env_vars)  # shell-form ENTRYPOINT ignores CMD
+            return self._shell_launch(ep, env_vars)  # shell-form ENTRYPOINT ignores CMD
         if ep_exec is not None:
             if cmd is None:
                 argv = ep_exec
@@ -201,7 +201,7 @@ class _Reader:
             return self._exec(argv)
         if cmd is None:
             return []
-        return self._exec(cmd_exec) if cmd_exec is not None else self._shell(cmd, env_vars)
+        return self._exec(cmd_exec) if cmd_exec is not None else self._shell_launch(cmd, env_vars)
 
     def _exec(self, argv: list[Word]) -> list[Fact]:
         scanner = ShellScanner(self.path)
@@ -212,7 +212,7 @@ class _Reader:
         scanner._emit_launch(launch, "launch1")
         return scanner.facts
 
-    def _shell(self, ins: _Instr, env_vars: dict) -> list[Fact]:
+    def _shell_launch(self, ins: _Instr, env_vars: dict) -> list[Fact]:
         return ShellScanner(self.path, env_vars).feed(ins.args, ins.line, ins.column)
 
 

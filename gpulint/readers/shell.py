@@ -153,6 +153,10 @@ class _Lexer:
                 self.p = end + 1
             else:
                 m = re.compile(r"[^\s;&|()<>\\'\"$`]+").match(s, self.p)
+                if m is None:  # a character regex calls whitespace but the shell does not (\x1f, \x0b ...): part of the word
+                    parts.append(("lit", c, False))
+                    self.p += 1
+                    continue
                 parts.append(("lit", m.group(0), False))
                 self.p = m.end()
         return _Tok("word", s[start:self.p], line, col, parts)
