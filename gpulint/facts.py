@@ -131,6 +131,9 @@ register("sharding", "code", _obj(("via",), via=STR, stage=OPT_INT, offload=OPT_
          "Sharded data parallelism: fsdp or deepspeed, its stage (0-3) and offload.")
 register("grad_checkpointing", "code", _obj(enabled=TRI, via=STR), "Activation (gradient) checkpointing and whether it is on.")
 register("peft", "code", _obj(method=STR, via=STR, load_in_4bit=BOOL, load_in_8bit=BOOL), "Parameter-efficient fine-tuning (lora, qlora).")
+register("script", "code", _obj(("via",), via=STR),
+         "Running the file does work (a __main__ guard, or a module-level call of its own functions or of a "
+         "training API): without it, training code is library code, a workload only where something runs it.")
 register("import", "code", _t("string"), "A module the file imports (attrs.relative for relative imports); the linker follows repository modules.")
 
 # -- launchers ------------------------------------------------------------------------------------

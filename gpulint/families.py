@@ -75,3 +75,24 @@ def device_of(name: str, provider: str | None = None, accelerator_count: int | N
 def looks_like_gpu_instance(name: str) -> bool:
     """An instance type that, by its family, carries accelerators (catalogue entry or not)."""
     return device_of(name)[0] == GPU if isinstance(name, str) and name.strip() else False
+
+
+# GPUs without Tensor Cores (Kepler K80, Maxwell M60, Pascal P100/P40/P4): mixed precision buys little there.
+_PRE_TENSOR_CORE_AWS = {"p2", "g2", "g3", "g3s"}
+_PRE_TENSOR_CORE_AZURE = re.compile(r"^(?:standard_)?(?:nc\d+r?(?:_promo)?$|nc\d+r?s_v2$|nd\d+r?s$|nv\d+(?:s_v3)?$)", re.IGNORECASE)
+_PRE_TENSOR_CORE_ACCELERATORS = ("k80", "p100", "p40", "p4", "m60")
+
+
+def pre_tensor_core(name: str | None, accelerator: dict | None = None) -> bool:
+    """An instance (or attached accelerator) whose GPUs have no Tensor Cores: AWS p2/g2/g3, Azure NC
+    (K80), NCv2 (P100), ND (P40), NV/NVv3 (M60), GCP N1 with K80/P100/P4."""
+    acc = str((accelerator or {}).get("type") or "").lower()
+    if acc and any(acc.endswith(a) or f"-{a}" in acc for a in _PRE_TENSOR_CORE_ACCELERATORS):
+        return True
+    if not name:
+        return False
+    low = name.strip().lower()
+    m = _AWS.match(low)
+    if m and m.group(1) + m.group(2) in _PRE_TENSOR_CORE_AWS:
+        return True
+    return bool(_PRE_TENSOR_CORE_AZURE.match(low))

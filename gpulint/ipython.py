@@ -60,6 +60,45 @@ def python_lines(cell: str) -> list[str]:
     return _line_magics(lines)
 
 
+_SHELL_CELL_MAGICS = frozenset({"bash", "sh", "script"})
+_SHELL_ESCAPE = re.compile(r"^[ \t]*(?:[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)?!!?(?P<cmd>.*)$")
+
+
+def shell_commands(cell: str) -> list[tuple[int, str]]:
+    """Shell the cell runs: ``!cmd`` lines (joined across ``\\`` continuations), ``x = !cmd``, and the
+    body of a ``%%bash``/``%%sh`` cell, as (0-based line in the cell, text). Lines inside brackets or
+    strings are data, as in python_lines; nothing is run."""
+    lines = _cleanup(cell.splitlines() or [""])
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return []
+    m = _CELL_MAGIC.match(lines[first])
+    if m:
+        if m.group(1) in _SHELL_CELL_MAGICS:
+            return [(first + 1, "\n".join(lines[first + 1:]))] if first + 1 < len(lines) else []
+        if m.group(1) in PYTHON_CELL_MAGICS:
+            return [(first + 1 + i, text) for i, text in shell_commands("\n".join(lines[first + 1:]))]
+        return []
+    out: list[tuple[int, str]] = []
+    depth, triple, continued = 0, None, False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if depth == 0 and triple is None and not continued:
+            e = _SHELL_ESCAPE.match(line)
+            if e and not line.lstrip().startswith("!=") and _is_ipython(line):
+                start, parts = i, [e.group("cmd")]
+                while parts[-1].rstrip().endswith("\\") and i + 1 < len(lines):
+                    i += 1
+                    parts.append(lines[i])
+                out.append((start, "\n".join(parts)))
+                i += 1
+                continue
+        depth, triple, continued = _scan(line, depth, triple)
+        i += 1
+    return out
+
+
 _PROMPTS = (re.compile(r"^(>>>|\.\.\.)( |$)"), re.compile(r"^(In \[\d+\]: |\s*\.\.\.+: )"))
 
 

@@ -111,7 +111,7 @@ class Resolver:
             id=compute.id, path=compute.path, target=compute.target, loc=compute.loc, source=source, provider=provider,
             resource=resource, target_role=tv.get("role"), device=device, device_reason=reason, instance=inst,
             architecture=self._architecture(inst),
-            instance_written=next((n for n, f in names if f is inst_fact), None),
+            instance_written=next((n for n, f in names if f is inst_fact), names[0][0] if names else None),
             instance_loc=inst_fact.loc if inst_fact is not None else None, assumed=assumed, accelerator=accel,
             gpus_per_node=gpn or (inst.gpu_count if inst is not None else None), nodes=nodes,
             min_nodes=self._int(compute, "compute.min_nodes"), capacity=capacity,

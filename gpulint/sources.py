@@ -30,6 +30,8 @@ class Source:
     #: notebooks: (cell number, first line of the cell in the virtual module,
     #: line of the cell's first source line in the .ipynb file or None)
     cells: list[tuple[int, int, int | None]] = field(default_factory=list)
+    #: notebooks: shell the cells run (``!cmd``, ``%%bash``), as (line in the virtual module, text)
+    shell: list[tuple[int, str]] = field(default_factory=list)
     _positions: Any = None
     _index: Any = None
 

@@ -381,7 +381,13 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
     # 1. entrypoints: code that trains, and code a launcher starts (test and vendored code is context only)
     entries: dict[str, list[_Use]] = {}
     for path in repo.files_of_kind(*CODE_KINDS):
-        if any(f.kind in ("trains", "serves") for f in repo.facts.get(path, [])) and not scope.outside(path):
+        facts = repo.facts.get(path, [])
+        if scope.outside(path):
+            continue
+        # training code that nothing runs as a script (a Trainer class of the package the repository is)
+        # is library code: a workload only where a launcher starts it or a script imports it
+        runs = repo.kinds.get(path) == "notebook" or any(f.kind == "script" for f in facts)
+        if any(f.kind == "serves" for f in facts) or (runs and any(f.kind == "trains" for f in facts)):
             entries.setdefault(path, [])
     for u in uses:
         script = _resolve_script(u.fact.value.get("script"), u.path, repo, u.fact.value.get("module"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from gpulint import fixes
 from gpulint.cost import avoidable, unpriced
+from gpulint.families import pre_tensor_core
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
@@ -14,6 +15,7 @@ AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (trainin
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
 #: data loading, kernel launches and memory traffic, not by Tensor-Core math (an MNIST MLP gains ~nothing)
 AMP_MIN_PARAMS = 20_000_000
+_PRE_TENSOR_CORE = ("Kepler", "Maxwell", "Pascal")
 
 
 class MissingMixedPrecision(Rule):
@@ -147,6 +149,18 @@ for images, labels in dataset:
 """, "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.2xlarge"\n}\n'},
             title="TensorFlow with the Keras mixed_bfloat16 policy",
         ),
+        Example(
+            {"train.py": """\
+import torch
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+""", "launch.py": 'from sagemaker.pytorch import PyTorch\nPyTorch(entry_point="train.py", instance_type="ml.p2.xlarge").fit()\n'},
+            title="a K80 (ml.p2) has no Tensor Cores",
+        ),
     ]
     INVALID = [
         Example(
@@ -228,6 +242,9 @@ Trainer(model=model, args=args).train()
         trains = trains_on_gpu(wl)
         if trains is None or wl.code_facts("inference") and not wl.code_facts("trains"):
             return
+        c = compute_of(wl)
+        if c is not None and (c.architecture in _PRE_TENSOR_CORE or pre_tensor_core(c.instance_written, c.accelerator)):
+            return  # K80/M60/P100-class GPUs have no Tensor Cores: mixed precision buys little there
         view = wl.resolution.precision.view
         if not view.decided_off:
             return

@@ -12,6 +12,15 @@ from gpulint.workloads import Workload
 from gpulint.rulekit import trains_on_gpu
 
 
+#: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
+LARGE_MODEL = 1_000_000_000
+
+
+def _large_model(wl: Workload) -> bool:
+    model = wl.resolution.model if wl.resolution is not None else None
+    return model is not None and model.params >= LARGE_MODEL
+
+
 def _loaders(wl: Workload):
     """The DataLoaders that feed training steps: validation/test/prediction loaders (by the name they
     are bound to or built in), loaders in branches that never run (``if False:``, the CPU branch of a
@@ -20,6 +29,10 @@ def _loaders(wl: Workload):
         attrs = f.attrs or {}
         if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & {"dead", "cpu"}:
             continue
+        if attrs.get("in_memory"):
+            continue  # a TensorDataset is indexed in memory: worker processes have nothing to do
+        if f.value.get("via") == "hf_trainer" or _large_model(wl):
+            continue  # tokenised text for a large model: collation is negligible next to the step
         yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
 
 
@@ -27,10 +40,13 @@ class DataloaderSingleProcess(Rule):
     """A DataLoader feeding GPU training loads data in the training process (num_workers 0 or unset).
 
     What it does:
-        Finds ``torch.utils.data.DataLoader`` calls (and HF Trainer's ``dataloader_num_workers``) in the
-        code of a workload that trains on a GPU, whose ``num_workers`` is 0 or not given. Values are
-        followed through assignments, argparse defaults (resolved against the launcher's flags) and
-        dataclass defaults; ``**kwargs`` or values computed at run time (``os.cpu_count()``) keep it silent.
+        Finds ``torch.utils.data.DataLoader`` calls in the code of a workload that trains on a GPU,
+        whose ``num_workers`` is 0 or not given. Values are followed through assignments, argparse
+        defaults (resolved against the launcher's flags) and dataclass defaults; ``**kwargs`` or values
+        computed at run time (``os.cpu_count()``) keep it silent. Loaders that cannot starve the GPU
+        are left alone: validation/test/prediction loaders, ``TensorDataset``s (indexing tensors in
+        memory), and text batches for models of 1B+ parameters or fed by HF/TRL trainers (tokenised
+        rows and default collation are negligible next to such a step).
     Why it costs money:
         With ``num_workers=0`` the GPU waits while the same Python process reads, decodes and
         augments each batch: a starved GPU is billed at full price.

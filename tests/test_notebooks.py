@@ -216,3 +216,31 @@ def test_unused_suppression_in_a_cell_points_at_the_cell(tmp_path):
     found = {f["code"]: f for f in scan(tmp_path)}
     assert found["SYS004"]["line"] == file_line(nb, "gpulint: ignore[NET006]")
     assert "AMP001" in found
+
+
+def test_shell_cells_launch_scripts_with_their_flags(tmp_path):
+    """`!accelerate launch --mixed_precision bf16 ...` in a cell is a launcher of train.py: its flag decides
+    the precision (no AMP001), and the launch points at the cell."""
+    import json as _json
+
+    from gpulint.testing import scan_tree, write_tree
+
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["%pip install accelerate\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [],
+         "source": ["!accelerate launch --num_processes 8 \\\n", "    --mixed_precision bf16 train.py --epochs 3\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["%%bash\n", "export NCCL_P2P_DISABLE=1\n", "python eval.py\n"]},
+    ], "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    train = ("from accelerate import Accelerator\nimport torch\naccelerator = Accelerator()\n"
+             "model, opt = accelerator.prepare(model, opt)\nfor batch in loader:\n    loss = model(**batch).loss\n"
+             "    accelerator.backward(loss)\n    opt.step()\n")
+    write_tree(tmp_path, {"run.ipynb": _json.dumps(nb, indent=1), "train.py": train, "eval.py": "import torch\n"})
+    result, wls = scan_tree(tmp_path)
+    wl = next(w for w in wls if w.entrypoint == "train.py")
+    (launch,) = wl.launchers
+    assert launch.value["tool"] == "accelerate" and launch.value["mixed_precision"] == "bf16"
+    assert (launch.loc.path, launch.loc.cell, launch.loc.cell_line) == ("run.ipynb", 2, 1)
+    assert wl.resolution.precision.mixed is True
+    assert not [f for f in result.findings if f.code == "AMP001"]
+    ev = next(w for w in wls if w.entrypoint == "eval.py")
+    assert [e.value["name"] for e in ev.env] == ["NCCL_P2P_DISABLE"] and ev.launchers[0].loc.cell == 3

@@ -92,6 +92,26 @@ def _gpu_monitoring(source: Source) -> list[Fact]:
     return []
 
 
+def _notebook_shell(source: Source) -> list[Fact]:
+    """Launches and environment in a notebook's shell cells (``!accelerate launch ...``, ``%%bash``),
+    read by the shell reader, at their cell and line."""
+    if not source.shell:
+        return []
+    from dataclasses import replace
+
+    from gpulint.readers.shell import ShellScanner
+
+    scanner = ShellScanner(source.path)
+    out: list[Fact] = []
+    for line, text in source.shell:
+        try:
+            facts = scanner.feed(text, line, 1)
+        except Exception:  # noqa: BLE001 - one odd command must not lose the notebook's Python facts
+            continue
+        out += [replace(f, loc=source.loc(f.loc.line, f.loc.column)) for f in facts]
+    return out
+
+
 def _python(source: Source) -> list[Fact]:
     from gpulint.kinds.python_facts import python_facts
 
@@ -111,6 +131,7 @@ def gpulint_fact_extractors():
     return [
         Extractor("python", ("python", "notebook"), _python, needs=ML_WORDS),
         Extractor("configs", ("yaml", "json"), _configs),
+        Extractor("notebook-shell", ("notebook",), _notebook_shell),
         Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:")),
         Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
         Extractor("terraform-json", ("json",), _terraform_json),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from gpulint.ipython import python_lines
+from gpulint.ipython import python_lines, shell_commands
 from gpulint.limits import LimitExceeded, check_python
 from gpulint.templates import has_template
 from gpulint.sources import ParseError, Source
@@ -96,6 +96,7 @@ def parse_notebook(text: str, path: str) -> Source:
 
         return Source(path, "notebook", "\n", cst.parse_module("\n"), cells=[])
     file_lines = _source_lines_in_file(text, len(cells))
+    shell: list[tuple[int, str]] = []
     parts: list[str] = []
     mapping: list[tuple[int, int, int | None]] = []
     line = 1
@@ -110,11 +111,12 @@ def parse_notebook(text: str, path: str) -> Source:
         elif not isinstance(src, str):
             raise ParseError(f"cell {i + 1}: 'source' is not text (a string or a list of strings)")
         body = python_lines(src)
+        shell += [(line + at, cmd) for at, cmd in shell_commands(src)]
         mapping.append((i + 1, line, file_lines[i] if file_lines else None))
         parts.append("\n".join(body))
         line += len(body)
     module = "\n".join(parts) + "\n"
-    source = Source(path, "notebook", module, None, cells=mapping)
+    source = Source(path, "notebook", module, None, cells=mapping, shell=shell)
     source.tree = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
     return source
 

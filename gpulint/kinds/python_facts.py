@@ -183,7 +183,28 @@ def python_facts(source: Source) -> list[Fact]:
     _sagemaker(f)
     _serving(f)
     _local_imports(f)
+    if _runs_as_script(ix):
+        f.out.append(Fact("script", {"via": "main_guard" if ix.main_guard else "module_level"}, source.loc(1), "script", "", {}))
     return f.out
+
+
+#: module-level calls that make a file do work when run: a training step or loop, a trainer, a launcher
+_SCRIPT_CALLS = frozenset({"train", "fit", "backward", "step", "apply_gradients", "gradient", "run", "launch", "main",
+                           "train_model", "spawn", "start"})
+
+
+def _runs_as_script(ix: PyIndex) -> bool:
+    """Does running the file do work? A ``__main__`` guard, or a module-level call of a function the
+    file defines or of a training/serving API. A module whose training lives only in functions and
+    methods nobody calls at module level is library code (a Trainer class of the package), not a script."""
+    if ix.main_guard:
+        return True
+    for c in ix.calls:
+        if c.scope:
+            continue
+        if c.func in ix.top_functions or c.attr in _SCRIPT_CALLS:
+            return True
+    return False
 
 
 # -- does it train, on what --------------------------------------------------------------
@@ -333,6 +354,13 @@ def _precision(f: _Facts) -> None:
         f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else _norm(_dtype(dtype)),
                             "enabled": _norm(enabled) if not isinstance(enabled, OneOf) else None},
               c.node, c.qualname, in_with=c.in_with, scope=c.scope)
+    for c in ix.calls_to("apex.amp.initialize"):
+        level = f.val(c, "opt_level")
+        on = None if level is UNKNOWN or isinstance(level, (dict, OneOf)) else (str(level).upper() != "O0")
+        f.add("precision", {"mechanism": "apex", "dtype": "fp16" if on else None, "enabled": on}, c.node, c.qualname)
+    for c in ix.calls_to("apex.amp.scale_loss"):
+        f.add("grad_scaler", {"enabled": True}, c.node, c.qualname)  # apex scales the loss itself
+        break
     for c in ix.calls_to(*GRAD_SCALER):
         f.add("grad_scaler", {"enabled": _norm(f.val(c, "enabled")) if f.present(c, "enabled") else True}, c.node, c.qualname)
     for c in ix.calls_to(*HF_ARGS):
@@ -529,10 +557,30 @@ def _dataloaders(f: _Facts) -> None:
         pin = f.val(c, "pin_memory") if pin_set else (None if star else False)
         f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
                              "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
-              purpose=_loader_purpose(c), guards=list(c.guards))
+              purpose=_loader_purpose(c), guards=list(c.guards), in_memory=_in_memory_dataset(f, c))
 
 
 _EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration)(_|$|\d)")
+
+
+IN_MEMORY_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
+
+
+def _in_memory_dataset(f: _Facts, c: Call) -> bool:
+    """The dataset is tensors already in memory (TensorDataset): indexing is free, workers add nothing."""
+    node = f.kwarg(c, "dataset") or c.positional(0)
+    for _ in range(3):
+        if isinstance(node, cst.Name):
+            assigns = [a for a in f.ix.assigns if a.target == node.value and a.scope in (c.scope, "")]
+            node = assigns[-1].value if assigns and isinstance(assigns[-1].value, cst.BaseExpression) else None
+            continue
+        break
+    if isinstance(node, cst.Call):
+        text = dotted(node.func) or ""
+        head, _, rest = text.partition(".")
+        q = (f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text
+        return q in IN_MEMORY_DATASETS
+    return False
 
 
 def _loader_purpose(c: Call) -> str:
@@ -752,11 +800,12 @@ def _sagemaker_mp_precision(dist: Any) -> str | None:
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict):
-            if node.get("bf16") is True:
+            on = lambda v: v is True or v == 1 or str(v).lower() in ("1", "true")  # noqa: E731 - SMP reads ints too
+            if on(node.get("bf16")):
                 return "bf16"
-            if node.get("fp16") is True:
+            if on(node.get("fp16")):
                 return "fp16"
-            if node.get("bf16") is False and node.get("fp16") in (False, None) and "bf16" in node:
+            if node.get("bf16") in (False, 0) and node.get("fp16") in (False, 0, None) and "bf16" in node:
                 return "fp32"
     return None
 
