@@ -131,6 +131,8 @@ register("sharding", "code", _obj(("via",), via=STR, stage=OPT_INT, offload=OPT_
          "Sharded data parallelism: fsdp or deepspeed, its stage (0-3) and offload.")
 register("grad_checkpointing", "code", _obj(enabled=TRI, via=STR), "Activation (gradient) checkpointing and whether it is on.")
 register("peft", "code", _obj(method=STR, via=STR, load_in_4bit=BOOL, load_in_8bit=BOOL), "Parameter-efficient fine-tuning (lora, qlora).")
+register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
+         "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
 register("script", "code", _obj(("via",), via=STR),
          "Running the file does work (a __main__ guard, or a module-level call of its own functions or of a "
          "training API): without it, training code is library code, a workload only where something runs it.")

@@ -23,7 +23,8 @@ from gpulint.model import Fact, Related
 from gpulint.resolution import CPU
 from gpulint.workloads import Workload
 
-__all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_phrase", "on_gpu", "training_fact", "trains_on_gpu"]
+__all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_phrase", "on_gpu", "toy_workload", "training_fact",
+           "trains_on_gpu"]
 
 #: launchers that start one process per GPU
 GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run", "torch.distributed.launch")
@@ -50,6 +51,16 @@ def on_gpu(wl: Workload) -> bool:
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return True
     return bool(c is not None and c.gpu_count)
+
+
+def toy_workload(wl: Workload) -> str | None:
+    """The tutorial-sized dataset a workload trains on (MNIST, CIFAR ...) when its model is not known to be
+    large: such a step is bound by anything but GPU math, so advice about GPU efficiency is informational."""
+    toys = [f for f in wl.code_facts("dataset") if f.value.get("toy")]
+    model = wl.resolution.model if wl.resolution is not None else None
+    if toys and (model is None or model.params < 100_000_000):
+        return str(toys[0].value.get("name"))
+    return None
 
 
 def trains_on_gpu(wl: Workload) -> Fact | None:

@@ -574,8 +574,19 @@ def _templates_in_use(computes: dict[str, Compute]) -> set[str]:
 
 
 def _is_standalone(c: Compute) -> bool:
-    """Compute not already tied to a launcher of its own (Terraform, node pools)."""
-    return not any(f.kind == "launch" for f in c.facts)
+    """Capacity that runs nothing of its own and so may be paired with a script: Terraform resources,
+    Karpenter NodePools, Azure ML compute clusters. A job, pod, batch script or task runs what its own
+    command says (a benchmark, a container's entrypoint, an environment check), even when gpulint cannot
+    read that command: pairing it with some other script of the repository would be a guess."""
+    if any(f.kind == "launch" for f in c.facts):
+        return False
+    v = c.value("compute.target") or {}
+    source, resource = v.get("source"), str(v.get("resource") or "")
+    if source == "terraform":
+        return True
+    if source == "kubernetes":
+        return resource.startswith(("NodePool/", "Provisioner/"))
+    return source == "azureml" and "compute" in resource.lower()
 
 
 def _attach_config(wl: Workload, path: str | None, repo: Repo, reason: str) -> None:

@@ -9,7 +9,7 @@ from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import compute_of, compute_related, gpu_phrase, training_fact, trains_on_gpu
+from gpulint.rulekit import compute_of, compute_related, gpu_phrase, toy_workload, training_fact, trains_on_gpu
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
@@ -257,9 +257,12 @@ Trainer(model=model, args=args).train()
         related = compute_related(wl) + [Related(f.loc, f"precision off: {f.key}") for f in explicit[1:3]]
         if at is not trains:
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
+        toy = toy_workload(wl)
         yield self.finding(
             at.loc,
-            f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}",
+            f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
+            + (f" (a tutorial-sized workload on {toy}: the gain is small)" if toy else ""),
+            severity=Severity.INFO if toy else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),

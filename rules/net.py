@@ -8,7 +8,7 @@ from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import compute_of, on_gpu
+from gpulint.rulekit import GPU_LAUNCHERS, compute_of, on_gpu, toy_workload
 
 
 class GlooBackendOnGpu(Rule):
@@ -219,8 +219,12 @@ for x in loader:
                 continue  # never runs, runs without a GPU, or wraps a model for serving (no gradients)
             if "multi_gpu" in guards and one_gpu:
                 continue  # `if device_count() > 1:` on a one-GPU node: DataParallel is never built
-            yield self.finding(f.loc, "torch.nn.DataParallel drives all GPUs from one process through GPU 0; use DistributedDataParallel",
-                               symbol=f.key, workload=wl.name,
+            if "multi_gpu" in guards and (wl.code_facts("ddp") or any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers)):
+                continue  # the non-distributed fallback of a script that runs distributed (DDP branch, torchrun)
+            toy = toy_workload(wl)
+            yield self.finding(f.loc, "torch.nn.DataParallel drives all GPUs from one process through GPU 0; use DistributedDataParallel"
+                               + (f" (a tutorial-sized workload on {toy})" if toy else ""),
+                               symbol=f.key, workload=wl.name, severity=Severity.INFO if toy else None,
                                cost=unpriced("No hourly figure: the gain of DDP over DataParallel depends on the model and GPU count."))
 
 

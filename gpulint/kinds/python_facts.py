@@ -182,6 +182,7 @@ def python_facts(source: Source) -> list[Fact]:
     _models(f)
     _sagemaker(f)
     _serving(f)
+    _datasets(f)
     _local_imports(f)
     if _runs_as_script(ix):
         f.out.append(Fact("script", {"via": "main_guard" if ix.main_guard else "module_level"}, source.loc(1), "script", "", {}))
@@ -280,6 +281,26 @@ def _training(f: _Facts) -> None:
         if literal(c.positional(0)) is False if c.positional(0) is not None else False:
             f.add("inference", {"via": "set_grad_enabled"}, c.node, c.qualname)
             break
+
+
+# -- datasets ----------------------------------------------------------------------------
+#: benchmark datasets of tutorials and smoke tests: small images, small models, steps bound by anything but math
+TOY_DATASETS = {"mnist", "fashionmnist", "fashion_mnist", "kmnist", "emnist", "qmnist", "cifar10", "cifar100", "svhn",
+                "stl10", "ylecun/mnist", "uoft-cs/cifar10", "uoft-cs/cifar100", "zalando-datasets/fashion_mnist", "iris"}
+
+
+def _datasets(f: _Facts) -> None:
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        name = None
+        if q.startswith(("torchvision.datasets.", "tensorflow.keras.datasets.", "keras.datasets.")):
+            name = q.split(".")[-1] if q.startswith("torchvision") else q.split(".")[-2] if q.endswith(".load_data") else None
+        elif q in ("datasets.load_dataset", "tensorflow_datasets.load"):
+            v = f.val(c, "path" if q.startswith("datasets") else "name", 0)
+            name = v if isinstance(v, str) else None
+        if name and name.lower().replace("-", "_") in TOY_DATASETS | {d.replace("-", "_") for d in TOY_DATASETS}:
+            f.add("dataset", {"name": name, "toy": True}, c.node, q)
+            return
 
 
 # -- serving -----------------------------------------------------------------------------
