@@ -154,10 +154,23 @@ def test_new_entrypoint_resets_inherited_cmd():
     'FROM python:3.11\nRUN python train.py\n',
     'FROM python:3.11\n# CMD ["python", "train.py"]\n',
     'FROM python:3.11\nCMD ["jupyter", "lab", "--ip=0.0.0.0"]\n',
-    'FROM python:3.11\nENTRYPOINT ["./entrypoint.sh"]\n',
+    'FROM python:3.11\nCMD ["bash", "-l"]\n',
 ])
 def test_not_launches(text):
     assert launches(text) == []
+
+
+@pytest.mark.parametrize("text,script,args", [
+    ('FROM python:3.11\nENTRYPOINT ["./entrypoint.sh"]\n', "./entrypoint.sh", []),
+    ('FROM python:3.11\nCMD ["bash", "train.sh"]\n', "train.sh", []),
+    ('FROM python:3.11\nCMD ["/bin/bash", "-e", "scripts/train.sh", "--nodes", "2"]\n', "scripts/train.sh",
+     ["--nodes", "2"]),
+    ('FROM python:3.11\nENTRYPOINT ["sh"]\nCMD ["run.sh"]\n', "run.sh", []),
+    ("FROM python:3.11\nCMD bash run_train.sh\n", "run_train.sh", []),
+])
+def test_shell_file_commands_are_launches_of_that_file(text, script, args):
+    [launch] = launches(text)
+    assert launch.value["tool"] == "shell" and launch.value["script"] == script and launch.value["args"] == args
 
 
 def test_escape_directive():

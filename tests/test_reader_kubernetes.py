@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.readers.kubernetes import looks_like_kubernetes, read_kubernetes, script_lines
+from gpulint.readers.kubernetes import launches_from_script, looks_like_kubernetes, read_kubernetes
 from gpulint.yamlnodes import Doc, load_documents
 
 DATA = Path(__file__).parent / "data" / "k8s"
@@ -396,6 +396,8 @@ def test_non_mapping_documents_are_ignored():
     assert read_kubernetes(docs, "x.yaml") == []
 
 
-def test_script_lines_join_continuations_and_skip_comments():
+def test_script_steps_join_continuations_and_skip_comments():
     script = "# c\n\nexport A=1\ntorchrun \\\n  --nnodes=2 \\\n  t.py\n"
-    assert script_lines(script) == [(2, "export A=1"), (3, "torchrun --nnodes=2 t.py")]
+    steps = launches_from_script(script)
+    assert [(s.offset, s.env, s.launch and s.launch["script"]) for s in steps] == [(2, {"A": "1"}, None), (3, {}, "t.py")]
+    assert steps[1].launch["nnodes"] == 2

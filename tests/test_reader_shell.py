@@ -181,14 +181,27 @@ def test_continuation_lines_and_variables():
     assert {f.key: f.value["value"] for f in out if f.kind == "env"}["NCCL_DEBUG"] == "WARN"
 
 
-def test_environment_defaults_stay_unknown():
-    [launch] = facts("""
+def test_environment_defaults_are_used_and_marked_overridable():
+    out = facts("""
         NNODES=${NNODES:-2}
         NPROC_PER_NODE="${NPROC_PER_NODE:-8}"
         torchrun --nnodes=$NNODES --nproc-per-node=$NPROC_PER_NODE train.py "$@"
+        """)
+    [launch] = [f for f in out if f.kind == "launch"]
+    # the literal default applies unless the caller's environment sets the variable
+    assert launch.value["nnodes"] == 2 and launch.value["nproc_per_node"] == 8
+    assert launch.attrs["overridable"] == {"--nnodes": "NNODES", "--nproc-per-node": "NPROC_PER_NODE"}
+    assert launch.value["script"] == "train.py" and "script" not in launch.attrs["overridable"]
+    envs = {f.key: f for f in out if f.kind == "env"}
+    assert envs["NNODES"].value["value"] == "2" and envs["NNODES"].attrs["overridable"] == "NNODES"
+
+
+def test_defaults_of_variables_the_script_sets_stay_unknown():
+    [launch] = facts("""
+        NNODES=$(scontrol show hostnames | wc -l)
+        torchrun --nnodes=${NNODES:-1} train.py
         """, "launch")
-    assert launch.value["nnodes"] is None and launch.value["nproc_per_node"] is None
-    assert launch.value["script"] == "train.py"
+    assert launch.value["nnodes"] is None and "overridable" not in launch.attrs
 
 
 def test_unquoted_variable_is_word_split():

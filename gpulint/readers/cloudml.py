@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpulint.model import Fact
-from gpulint.readers.kubernetes import (FactSink, as_dict, dotted, as_int, as_list, env_value, launches_from_argv,
-                                        launches_from_script, shell_value)
+from gpulint.readers.kubernetes import (FactSink, as_dict, dotted, as_int, as_list, emit_step, env_value,
+                                        launches_from_argv, launches_from_script, shell_value)
 from gpulint.yamlnodes import Doc
 
 # --------------------------------------------------------------------------- Azure ML
@@ -101,14 +101,16 @@ def _aml_command(sink: FactSink, base: tuple, job: dict, target: str) -> None:
     if not isinstance(command, str):
         return
     multi = "\n" in command
-    for n, (off, env, launch) in enumerate(launches_from_script(command)):
+    for n, step in enumerate(launches_from_script(command)):
         at = base + ("command",)
-        for name, value in env.items():
+        off = step.offset if multi else None
+        for name, value in step.env.items():
             sink.add("env", {"name": name, "value": shell_value(value)}, at, target, key=f"command[{n}].env.{name}",
-                     line_offset=off if multi else None)
+                     attrs=step.env_attrs.get(name, {}), line_offset=off)
+        launch = step.launch
         if not launch:
             continue
-        attrs = {}
+        attrs = dict(step.attrs)
         if dist:
             attrs["distribution"] = dist.get("type")
             if launch.get("tool") == "python":
@@ -117,7 +119,7 @@ def _aml_command(sink: FactSink, base: tuple, job: dict, target: str) -> None:
                     launch["nproc_per_node"] = per_node
                 if nodes is not None and launch.get("nnodes") is None:
                     launch["nnodes"] = nodes
-        sink.add("launch", launch, at, target, key=f"command[{n}]", attrs=attrs, line_offset=off if multi else None)
+        sink.add("launch", launch, at, target, key=f"command[{n}]", attrs=attrs, line_offset=off)
 
 
 # --------------------------------------------------------------------------- Vertex AI
@@ -236,14 +238,10 @@ def _vertex_container(sink: FactSink, ppath: tuple, spec: dict, target: str) -> 
         if isinstance(item.get("name"), str):
             sink.add("env", {"name": item["name"], "value": env_value(item.get("value"))}, cpath + ("env", i), target,
                      key=dotted(cpath + ("env", item["name"])))
-    for n, (idx, off, env, launch) in enumerate(launches_from_argv(argv)):
+    for n, (idx, step, multi) in enumerate(launches_from_argv(argv)):
         part = parts[idx] if idx is not None and idx < len(parts) else None
         at = cpath + part if part else anchor
         key = dotted(anchor)
         if idx is not None:
             key += f"[{n}]"
-        for name, value in env.items():
-            sink.add("env", {"name": name, "value": shell_value(value)}, at, target, key=f"{key}.env.{name}",
-                     line_offset=off)
-        if launch:
-            sink.add("launch", launch, at, target, key=key, line_offset=off)
+        emit_step(sink, at, step.offset if multi else None, step, target, key, {})

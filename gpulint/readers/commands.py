@@ -11,8 +11,8 @@ when it is an unresolved `$VAR` or not given (precision over recall).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
-import shlex
 from dataclasses import dataclass, field
 
 __all__ = ["Word", "Launch", "parse_command", "parse_words", "split_command_line", "empty_launch"]
@@ -27,6 +27,11 @@ class Word:
     line: int = 1
     column: int = 1
     known: bool = True
+    # `${X:-default}` with X not set in the script: the text is the default, which the
+    # caller's environment may override; names X
+    default_of: str = ""
+    # the text is a path relative to the script's own folder (`$(dirname "$0")/train.py`)
+    self_dir: bool = False
 
     @classmethod
     def of(cls, text: str) -> "Word":
@@ -34,7 +39,8 @@ class Word:
 
     def shifted(self, text: str, offset: int) -> "Word":
         """The part of this word that starts `offset` characters in (for --flag=value)."""
-        return Word(text, self.line, self.column + offset, self.known and not _looks_expanded(text))
+        return Word(text, self.line, self.column + offset, self.known and not _looks_expanded(text),
+                    self.default_of)
 
 
 @dataclass
@@ -43,6 +49,8 @@ class Launch:
     head: Word  # where the command starts (wrapper included)
     flags: dict = field(default_factory=dict)  # flag as written -> Word of the flag
     env: list = field(default_factory=list)  # (name, value|None, Word) set by the command itself
+    more: list = field(default_factory=list)  # further launches of the same command (`bash -c "a && b"`)
+    words: list = field(default_factory=list)  # the command's words after prefixes (for provenance)
 
 
 def _looks_expanded(text: str) -> bool:
@@ -65,19 +73,13 @@ _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 def split_command_line(line: str) -> tuple[dict, list[str]]:
     """Split one command line into (leading VAR=value assignments, argv).
 
-    Uses shlex; an unbalanced quote is closed at the end of the line, and as a
-    last resort the line is split on whitespace, so this never raises.
+    Uses the shell reader's lexer (gpulint.readers.shell), so quoting and
+    comments behave as in every other shell text gpulint reads; an unbalanced
+    quote is closed at the end of the line. Never raises.
     """
-    words: list[str] | None = None
-    line = _strip_comment(line)
-    for attempt in (line, line + '"', line + "'"):
-        try:
-            words = shlex.split(attempt, posix=True)
-            break
-        except ValueError:
-            continue
-    if words is None:
-        words = line.split()
+    from gpulint.readers.shell import split_words
+
+    words = split_words(line)
     env: dict = {}
     i = 0
     while i < len(words):
@@ -87,27 +89,6 @@ def split_command_line(line: str) -> tuple[dict, list[str]]:
         env[m.group(1)] = m.group(2)
         i += 1
     return env, words[i:]
-
-
-def _strip_comment(line: str) -> str:
-    """Cut a `#` comment; `#` inside a word (`nvcr.io#nvidia/pytorch`) or quotes is kept."""
-    quote = None
-    k = 0
-    while k < len(line):
-        c = line[k]
-        if quote:
-            if c == "\\" and quote == '"':
-                k += 1
-            elif c == quote:
-                quote = None
-        elif c == "\\":
-            k += 1
-        elif c in "'\"":
-            quote = c
-        elif c == "#" and (k == 0 or line[k - 1].isspace()):
-            return line[:k]
-        k += 1
-    return line
 
 
 def parse_command(argv: list[str]) -> dict | None:
@@ -134,12 +115,16 @@ def _base(word: Word) -> str:
 
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
-_LAUNCHERS = {"torchrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh"}
+_LAUNCHERS = {"torchrun", "hyperpodrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh",
+              "dvc"}
+_SHELLS = {"bash", "sh", "zsh", "dash", "ash", "ksh"}
+# shell files a command may run by path (`./train.sh`, `scripts/launch.bash`)
+_SHELL_FILE = re.compile(r"\.(sh|bash|zsh|slurm|sbatch)$")
 
 
 def _is_tool_word(word: Word) -> bool:
     b = _base(word)
-    return bool(_PYTHON.match(b)) or b in _LAUNCHERS
+    return bool(_PYTHON.match(b)) or b in _LAUNCHERS or bool(_SHELL_FILE.search(b))
 
 
 def _scan_options(words, i, bools=frozenset(), pairs=frozenset(), stop_at_tool=False, attached=True):
@@ -573,26 +558,27 @@ def _find_tool(words: list[Word], i: int) -> int | None:
     return None
 
 
-def _wrapped(words: list[Word], parser) -> Launch | None:
+def _wrapped(words: list[Word], parser, variables: dict | None = None) -> Launch | None:
     wrap, flags, i, env = parser(words)
     k = _find_tool(words, i)
     if k is None:
         return None
-    inner = parse_words(words[k:])
+    inner = parse_words(words[k:], variables)
     if inner is None:
         return None
-    v = inner.value
-    if v.get("wrapper") is None:
-        v["wrapper"] = wrap
-    if v["tool"] == "python":
-        # A plain script started once per task: the wrapper decides the process layout.
-        if v["nproc_per_node"] is None:
-            v["nproc_per_node"] = wrap["ntasks_per_node"]
-        if v["nnodes"] is None:
-            v["nnodes"] = wrap["nodes"]
-    inner.head = words[0]
-    inner.flags = {**flags, **inner.flags}
-    inner.env = env + inner.env
+    for one in [inner] + list(inner.more):
+        v = one.value
+        if v.get("wrapper") is None:
+            v["wrapper"] = dict(wrap)
+        if v["tool"] == "python":
+            # A plain script started once per task: the wrapper decides the process layout.
+            if v["nproc_per_node"] is None:
+                v["nproc_per_node"] = wrap["ntasks_per_node"]
+            if v["nnodes"] is None:
+                v["nnodes"] = wrap["nodes"]
+        one.head = words[0]
+        one.flags = {**flags, **one.flags}
+        one.env = env + one.env
     return inner
 
 
@@ -650,29 +636,105 @@ def _strip_prefix(words: list[Word]):
     return words, env
 
 
-def _parse_shell_c(words: list[Word]) -> Launch | None:
-    """`bash -c "torchrun ..."`: parse the inner string (positions approximate: the string's)."""
+def _parse_shell(words: list[Word], variables: dict | None) -> Launch | None:
+    """`bash -c "<script>"` (read by the shell reader's scanner, so every launch in the
+    string counts) or `bash [options] train.sh args`: a launch of the shell file."""
     i = 1
-    while i < len(words) and words[i].known and words[i].text.startswith("-") and words[i].text != "-c":
+    while i < len(words) and words[i].known and words[i].text.startswith("-") and words[i].text != "--":
+        t = words[i].text
+        if not t.startswith("--") and "c" in t[1:]:  # -c, -lc, -ec, -xc
+            if i + 1 >= len(words):
+                return None
+            from gpulint.readers.shell import inline_launches
+
+            found = inline_launches(words[i + 1], variables)
+            if not found:
+                return None
+            for one in found:
+                one.head = words[0]
+            first = found[0]
+            first.more = found[1:]
+            return first
+        i += 2 if t in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file") else 1
+    if i < len(words) and words[i].text == "--":
         i += 1
-    if i + 1 >= len(words) or words[i].text != "-c" or not words[i + 1].known:
+    if i >= len(words):
+        return None  # an interactive shell, or commands from stdin
+    return _shell_file(words, i)
+
+
+def _shell_file(words: list[Word], i: int) -> Launch | None:
+    script = words[i]
+    if script.known and (not script.text or script.text.startswith("-")):
         return None
-    src = words[i + 1]
-    for part in re.split(r"&&|\|\||;|\n", src.text):
-        env, argv = split_command_line(part.split("|")[0])
-        if not argv:
+    value = empty_launch("shell")
+    value["script"] = _str(script)
+    launch = Launch(value, words[0])
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- dvc
+
+_DVC_VALUE_FLAGS = {"-S", "--set-param", "-n", "--name", "-j", "--jobs", "-m", "--message", "-C", "--copy-paths",
+                    "--glob-pattern"}
+
+
+def _parse_dvc(words: list[Word]) -> Launch | None:
+    """`dvc repro [targets]` / `dvc exp run [targets]`: the stages of a dvc.yaml.
+
+    A target is a stage name, ``path/dvc.yaml:stage`` or a dvc.yaml path; without one
+    DVC runs the dvc.yaml of the current folder. Each target is a launch of its own."""
+    sub = [w.text for w in words[1:3]]
+    if sub[:1] == ["repro"]:
+        i = 2
+    elif sub == ["exp", "run"]:
+        i = 3
+    else:
+        return None
+    targets: list[Word] = []
+    while i < len(words):
+        w = words[i]
+        if w.known and w.text in _DVC_VALUE_FLAGS:
+            i += 2
             continue
-        inner = parse_words([Word(a, src.line, src.column, not _looks_expanded(a)) for a in argv])
-        if inner is not None:
-            inner.head = words[0]
-            inner.env = [(k, None if _looks_expanded(v) else v, src) for k, v in env.items()] + inner.env
-            return inner
-    return None
+        if not (w.known and w.text.startswith("-")):
+            targets.append(w)
+        i += 1
+    launches = []
+    for t in targets or [None]:
+        value = empty_launch("dvc")
+        value["script"], value["stage"] = "dvc.yaml", None
+        if t is not None and not t.known:
+            value["script"] = None  # `dvc repro $STAGE`: which pipeline is unknown
+        elif t is not None:
+            path, colon, stage = t.text.rpartition(":")
+            if not colon:
+                path, stage = ("", t.text)
+            if stage.endswith(("dvc.yaml", "dvc.yml")) or stage.endswith("/"):
+                path, stage = stage, ""
+            elif not colon and "/" in stage:
+                path, stage = stage, ""  # a folder holding a dvc.yaml
+            if path and not path.endswith(("dvc.yaml", "dvc.yml")):
+                path = posixpath.join(path, "dvc.yaml")
+            value["script"] = posixpath.normpath(path) if path else "dvc.yaml"
+            value["stage"] = stage or None
+        launch = Launch(value, words[0])
+        if t is not None:
+            launch.flags["stage"] = t
+        launches.append(launch)
+    first = launches[0]
+    first.more = launches[1:]
+    return first
 
 
-def parse_words(words: list[Word]) -> Launch | None:
-    """The launch (value, positions, env) of one simple command's words, or None."""
-    words, env = _strip_prefix(list(words))
+def parse_words(words: list[Word], variables: dict | None = None) -> Launch | None:
+    """The launch (value, positions, env) of one simple command's words, or None.
+
+    ``variables`` are the shell variables known where the command runs (for the
+    strings of `bash -c`, which the inner shell expands itself)."""
+    all_words = list(words)
+    words, env = _strip_prefix(all_words)
     # Per-command `VAR=value` left after a prefix such as `exec`.
     while words and words[0].known and _ASSIGN.match(words[0].text):
         m = _ASSIGN.match(words[0].text)
@@ -683,22 +745,33 @@ def parse_words(words: list[Word]) -> Launch | None:
     b = _base(words[0])
     if _PYTHON.match(b):
         launch = _parse_python(words)
-    elif b == "torchrun":
+    elif b in ("torchrun", "hyperpodrun"):
         launch = _parse_torchrun(words)
     elif b == "accelerate":
         launch = _parse_accelerate(words)
     elif b == "deepspeed":
         launch = _parse_deepspeed(words)
     elif b == "srun":
-        launch = _wrapped(words, _parse_srun)
+        launch = _wrapped(words, _parse_srun, variables)
     elif b in ("mpirun", "mpiexec"):
-        launch = _wrapped(words, _parse_mpirun)
+        launch = _wrapped(words, _parse_mpirun, variables)
     elif b == "sky":
         launch = _parse_sky(words)
-    elif b in ("bash", "sh", "zsh"):
-        launch = _parse_shell_c(words)
+    elif b in _SHELLS:
+        launch = _parse_shell(words, variables)
+    elif b == "dvc":
+        launch = _parse_dvc(words)
+    elif _SHELL_FILE.search(b) and "=" not in words[0].text:
+        launch = _shell_file(words, 0)  # `./train.sh --nodes 2`: the file runs itself
+        if launch is not None:
+            launch.value["args"] = [w.text for w in words[1:]]
     else:
         launch = None
     if launch is not None:
         launch.env = env + launch.env
+        if not launch.words:
+            launch.words = all_words
+        for more in launch.more:
+            if not more.words:
+                more.words = all_words
     return launch

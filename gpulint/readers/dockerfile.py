@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpulint.model import Fact, Location
-from gpulint.readers.commands import Word, parse_words
+from gpulint.readers.commands import Word
 from gpulint.readers.errors import ReadError
 from gpulint.readers.shell import UNKNOWN, ShellScanner, _assigned_value, _Lexer
 
@@ -165,6 +165,7 @@ class _Reader:
             self._set_env(stage, name, value, tok)
 
     def _set_env(self, stage: _Stage, name: str, value, tok) -> None:
+        value = None if value is None else str(value)  # a plain string in facts, whatever its provenance
         stage.vars[name] = UNKNOWN if value is None else value
         if _ENV_NAME.match(name):
             loc = Location(self.path, tok.line, tok.column, tok.line, tok.column + len(name))
@@ -204,13 +205,7 @@ class _Reader:
         return self._exec(cmd_exec) if cmd_exec is not None else self._shell_launch(cmd, env_vars)
 
     def _exec(self, argv: list[Word]) -> list[Fact]:
-        scanner = ShellScanner(self.path)
-        launch = parse_words(argv)
-        if launch is None:
-            return []
-        scanner.launches = 1
-        scanner._emit_launch(launch, "launch1")
-        return scanner.facts
+        return ShellScanner(self.path).feed_words(argv)  # exec form: no shell, no expansion
 
     def _shell_launch(self, ins: _Instr, env_vars: dict) -> list[Fact]:
         return ShellScanner(self.path, env_vars).feed(ins.args, ins.line, ins.column)

@@ -8,7 +8,7 @@ when it shows an accelerator signal (GPU/TPU/Neuron/EFA resources, or an
 instance-type / accelerator selector), so CPU services stay silent.
 
 Also holds the small YAML helpers the SkyPilot and cloud-ML readers share
-(``dotted``, ``as_int``, ``FactSink``, ``launches_from_script``).
+(``dotted``, ``as_int``, ``FactSink``, ``launches_from_script``, ``emit_step``).
 """
 from __future__ import annotations
 
@@ -87,150 +87,68 @@ class FactSink:
 
 
 _SHELLS = {"sh", "bash", "zsh", "dash", "ash"}
-_EXPORT_RX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-# `a && b`, `a; b`, `a || b` are separate commands (naive about quotes, like commands.py's `bash -c`)
-_LIST_OPS = re.compile(r"&&|\|\||;")
-_KEYWORD_RX = re.compile(r"^\s*(?:then|do|else|time)\s+")
 
 
-def script_lines(script: str) -> list[tuple[int, str]]:
-    """Logical lines of a shell script: ``(offset of first physical line, text)``.
+@dataclass
+class ScriptStep:
+    """One statement of a shell script that sets environment variables or launches.
 
-    Backslash continuations are joined; blank lines and comment lines dropped.
+    ``offset`` is the line within the script (0-based); ``env`` maps names to
+    values (None when not literal) with ``env_attrs`` per name; ``launch`` is a
+    `launch` fact value and ``attrs`` its provenance (see
+    ``gpulint.readers.shell.launch_provenance``)."""
+
+    offset: int
+    env: dict = field(default_factory=dict)
+    env_attrs: dict = field(default_factory=dict)
+    launch: dict | None = None
+    attrs: dict = field(default_factory=dict)
+
+
+def launches_from_script(script: str, subst: dict[str, str] | None = None) -> list[ScriptStep]:
+    """The steps of a shell script held in a YAML string (SkyPilot ``run:``, a
+    container's ``sh -c``, a RayJob entrypoint, an Azure ML command), read by the
+    shell reader's scanner like any script file.
+
+    ``subst`` holds variables whose value the platform itself decides
+    (``$SKYPILOT_NUM_GPUS_PER_NODE``); ``$0`` is not a file here.
     """
-    out: list[tuple[int, str]] = []
-    buf: list[str] = []
-    start = 0
-    for i, raw in enumerate(script.split("\n")):
-        line = raw.rstrip()
-        if not buf:
-            start = i
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-        if line.endswith("\\"):
-            buf.append(line[:-1])
+    from gpulint.readers.shell import ShellScanner
+
+    scanner = ShellScanner("", dict(subst or {}))
+    try:
+        facts = scanner.feed(script, 1, 1)
+    except RecursionError:
+        return []
+    steps: list[ScriptStep] = []
+    current: ScriptStep | None = None
+    for f in facts:
+        if f.kind == "launch":
+            attrs = {k: v for k, v in f.attrs.items() if k != "flags"}
+            current = ScriptStep(f.loc.line - 1, launch=f.value, attrs=attrs)
+            steps.append(current)
             continue
-        buf.append(line)
-        text = " ".join(part.strip() for part in buf).strip()
-        buf = []
-        if text:
-            out.append((start, text))
-    if buf:
-        text = " ".join(part.strip() for part in buf).strip()
-        if text:
-            out.append((start, text))
-    return out
-
-
-def _commands():
-    # Imported late: commands.py is a sibling reader developed separately.
-    from gpulint.readers import commands
-
-    return commands
-
-
-def _mask_substitutions(text: str) -> str:
-    """``$(...)`` and backtick substitutions become one opaque ``$GPULINT_SUBST``
-    word: their value is decided at run time, and shlex would split them."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        if text.startswith("$(", i) or text[i] == "`":
-            closing = ")" if text[i] == "$" else "`"
-            j = i + (2 if closing == ")" else 1)
-            depth, quote = 1, None
-            while j < n and depth:
-                ch = text[j]
-                if quote:
-                    if ch == quote:
-                        quote = None
-                elif ch in "\"'":
-                    quote = ch
-                elif closing == ")" and text.startswith("$(", j):
-                    depth += 1
-                    j += 1
-                elif ch == closing:
-                    depth -= 1
-                j += 1
-            out.append("$GPULINT_SUBST")
-            i = j
+        if f.kind != "env":
             continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
+        if f.attrs.get("scope") == "command" and current is not None and current.launch is not None:
+            step = current  # `NCCL_DEBUG=INFO torchrun ...`: set by the launching command itself
+        elif steps and steps[-1].launch is None and steps[-1].offset == f.loc.line - 1:
+            step = steps[-1]
+        else:
+            step = ScriptStep(f.loc.line - 1)
+            steps.append(step)
+            current = step
+        step.env[f.value["name"]] = f.value["value"]
+        extra = {k: v for k, v in f.attrs.items() if k in ("overridable", "script_dir", "conditional")}
+        if extra:
+            step.env_attrs[f.value["name"]] = extra
+    return steps
 
 
-def _split_commands(line: str) -> list[str]:
-    """The commands of a shell line: split on ``&&``, ``||``, ``;`` and ``&``
-    outside quotes and ``$(...)``/backticks; of a pipeline ``a | b`` only ``a``
-    is kept (the launcher comes first; ``| tee log`` follows)."""
-    out, buf = [], []
-    quote, depth, i, skip_pipe = None, 0, 0, False
-    while i < len(line):
-        ch = line[i]
-        two = line[i:i + 2]
-        if quote:
-            if ch == "\\" and quote == '"':
-                buf.append(line[i:i + 2])
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in "\"'`":
-            quote = ch
-        elif two == "$(":
-            depth += 1
-            buf.append(two)
-            i += 2
-            continue
-        elif ch == ")" and depth:
-            depth -= 1
-        elif depth == 0 and (two in ("&&", "||") or ch in ";&|"):
-            if not skip_pipe:
-                out.append("".join(buf))
-            skip_pipe = ch == "|" and two != "||"
-            buf = []
-            i += 2 if two in ("&&", "||") else 1
-            continue
-        buf.append(ch)
-        i += 1
-    if not skip_pipe:
-        out.append("".join(buf))
-    return [p for p in out if p.strip()]
-
-
-def launches_from_script(script: str, subst: dict[str, str] | None = None) -> list[tuple[int, dict, dict | None]]:
-    """Per logical line: ``(line offset, env set on that line, launch fact value or None)``.
-
-    ``subst`` replaces variables whose value the platform itself decides
-    (``$SKYPILOT_NUM_GPUS_PER_NODE``) before the line is parsed.
-    """
-    cmds = _commands()
-    out = []
-    for offset, text in script_lines(script):
-        for name, value in (subst or {}).items():
-            text = re.sub(r"\$\{" + name + r"\}|\$" + name + r"\b", value, text)
-        for part in _split_commands(text):
-            part = _KEYWORD_RX.sub("", _mask_substitutions(part)).strip()
-            if not part:
-                continue
-            env, argv = cmds.split_command_line(part)
-            env, argv = dict(env or {}), list(argv or [])
-            if argv and argv[0] == "export":
-                for word in argv[1:]:
-                    m = _EXPORT_RX.match(word)
-                    if m:
-                        env[m.group(1)] = m.group(2)
-                argv = []
-            launch = cmds.parse_command(argv) if argv else None
-            if env or launch:
-                out.append((offset, env, launch))
-    return out
-
-
-def launches_from_argv(argv: list) -> list[tuple[int | None, int | None, dict, dict | None]]:
+def launches_from_argv(argv: list) -> list[tuple[int | None, ScriptStep, bool]]:
     """Launches of an exec-form command (container command+args, Vertex containerSpec).
 
-    Returns ``(index in argv of the script text or None, line offset or None, env, launch)``;
+    Returns ``(index in argv of the script text or None, step, multi-line)``;
     ``sh -c "<script>"`` is read as a script.
     """
     if not argv or not all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in argv):
@@ -242,12 +160,14 @@ def launches_from_argv(argv: list) -> list[tuple[int | None, int | None, dict, d
             if argv[i].startswith("-") and "c" in argv[i][1:] and not argv[i].startswith("--"):
                 if i + 1 < len(argv):
                     script = argv[i + 1]
-                    multi = "\n" in script
-                    return [(i + 1, off if multi else None, env, launch)
-                            for off, env, launch in launches_from_script(script)]
+                    return [(i + 1, st, "\n" in script) for st in launches_from_script(script)]
                 return []
-    launch = _commands().parse_command(argv)
-    return [(None, None, {}, launch)] if launch else []
+    from gpulint.readers.commands import Word
+    from gpulint.readers.shell import ShellScanner
+
+    facts = ShellScanner("").feed_words([Word.of(a) for a in argv])
+    return [(None, ScriptStep(0, launch=f.value, attrs={k: v for k, v in f.attrs.items() if k != "flags"}), False)
+            for f in facts if f.kind == "launch"]
 
 
 # --------------------------------------------------------------------------- labels and resources
@@ -552,8 +472,8 @@ def _read_pod(sink: FactSink, wl: _Workload) -> None:
     if wl.entrypoint:
         script = doc.get(wl.entrypoint)
         multi = "\n" in script
-        for n, (off, env, launch) in enumerate(launches_from_script(script)):
-            _emit_line(sink, wl.entrypoint, off if multi else None, env, launch, launch_target,
+        for n, step in enumerate(launches_from_script(script)):
+            _emit_step(sink, wl.entrypoint, step.offset if multi else None, step, launch_target,
                        dotted(wl.entrypoint) + f"[{n}]", {})
 
 
@@ -575,10 +495,10 @@ def _container_launches(sink: FactSink, cpath: tuple, c: dict, target: str, cnam
         argv = command + args
         parts = [("command", j) for j in range(len(command))] + [("args", j) for j in range(len(args))]
         anchor = cpath + ("command",)
-    for n, (idx, off, env, launch) in enumerate(launches_from_argv(argv)):
+    for n, (idx, step, multi) in enumerate(launches_from_argv(argv)):
         at = cpath + parts[idx] if idx is not None else anchor
         key = dotted(anchor) + (f"[{n}]" if idx is not None else "")
-        _emit_line(sink, at, off, env, launch, target, key, {"container": cname})
+        _emit_step(sink, at, step.offset if multi else None, step, target, key, {"container": cname})
 
 
 #: flags that name the model of a model server (vLLM, TGI, SGLang, LMDeploy, Triton's vLLM backend ...)
@@ -611,12 +531,17 @@ def shell_value(value: Any) -> str | None:
     return value if isinstance(value, str) and "$" not in value and "`" not in value else None
 
 
-def _emit_line(sink, at, off, env, launch, target, key, attrs) -> None:
-    for name, value in env.items():
+def emit_step(sink: "FactSink", at: tuple, off: int | None, step: ScriptStep, target: str, key: str,
+              attrs: dict) -> None:
+    """The env and launch facts of one script step, at ``at`` (``off`` lines into a block scalar)."""
+    for name, value in step.env.items():
         sink.add("env", {"name": name, "value": shell_value(value)}, at, target, key=f"{key}.env.{name}",
-                 attrs=attrs, line_offset=off)
-    if launch:
-        sink.add("launch", launch, at, target, key=key, attrs=attrs, line_offset=off)
+                 attrs={**attrs, **step.env_attrs.get(name, {})}, line_offset=off)
+    if step.launch:
+        sink.add("launch", step.launch, at, target, key=key, attrs={**attrs, **step.attrs}, line_offset=off)
+
+
+_emit_step = emit_step
 
 
 def _pod_compute(sink: FactSink, wl: _Workload, gpu_reqs, accel_reqs, selections, tolerations) -> None:

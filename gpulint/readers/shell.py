@@ -16,7 +16,7 @@ from gpulint.model import Fact, Location
 from gpulint.readers.commands import Word, parse_words
 from gpulint.readers.errors import ReadError
 
-__all__ = ["read_shell", "ShellScanner", "UNKNOWN"]
+__all__ = ["read_shell", "ShellScanner", "UNKNOWN", "split_words", "inline_launches", "launch_provenance"]
 
 
 class _Unknown:
@@ -285,6 +285,68 @@ def _lit_text(parts: list) -> str:
     return "".join(p[1] for p in parts if p[0] == "lit")
 
 
+# ---------------------------------------------------------------- values
+
+class _Val(str):
+    """A literal value with where it came from.
+
+    ``default_of`` names the variable whose value the caller's environment would
+    use instead (``${X:-default}`` with X not set in the script); ``self_dir`` marks
+    a path relative to the script's own folder (``$(dirname "$0")``).
+    """
+
+    default_of: str = ""
+    self_dir: bool = False
+
+    def __new__(cls, text: str, default_of: str = "", self_dir: bool = False):
+        obj = str.__new__(cls, text)
+        obj.default_of, obj.self_dir = default_of, self_dir
+        return obj
+
+
+def _tags(value) -> tuple[str, bool]:
+    return getattr(value, "default_of", ""), getattr(value, "self_dir", False)
+
+
+# vars_ key telling the expansion that `$0` is this very file (a script read from disk,
+# not a `bash -c` string or a YAML `run:` block): `$(dirname "$0")` is then its folder
+_SELF = "\x00self"
+_SELF_NAMES = ("0", "BASH_SOURCE")
+_FILE = "\x00file"  # the script itself, while evaluating `$(dirname "$(realpath "$0")")`
+_DIR = "\x00dir:"  # prefix of a folder relative to the script's folder, same evaluation
+
+
+def split_words(text: str) -> list[str]:
+    """The words of a command line as the shell would split them, quotes removed and
+    expansions left as written (``$VAR``); operators are words of their own. Never raises."""
+    out = []
+    for tok in _Lexer(text).tokens():
+        if tok.kind == "op":
+            if tok.text != "\n":
+                out.append(tok.text)
+        elif tok.kind == "redir":
+            out.append(tok.text)
+        elif tok.kind == "array":
+            out.append(tok.text + "=(" + " ".join(_source_text(i.parts) for i in tok.items) + ")")
+        else:
+            out.append(_source_text(tok.parts))
+    return out
+
+
+def _source_text(parts: list) -> str:
+    out = []
+    for p in parts:
+        if p[0] == "lit":
+            out.append(p[1])
+        elif p[0] == "var":
+            out.append("${%s%s}" % (p[1], p[2]) if p[2] else "$" + p[1])
+        elif p[0] == "arr":
+            out.append("${%s[@]}" % p[1])
+        else:
+            out.append(p[1])
+    return "".join(out)
+
+
 # ---------------------------------------------------------------- expansion
 
 def _expand(tok: _Tok, vars_: dict) -> list[Word]:
@@ -297,19 +359,26 @@ def _expand(tok: _Tok, vars_: dict) -> list[Word]:
             return list(val)  # each element keeps the position where the array was written
         return [Word(tok.text, tok.line, tok.column, False)]
     out, known, split = [], True, False
-    for part in parts:
+    default_of, self_dir = "", False
+    for i, part in enumerate(parts):
         if part[0] == "lit":
             out.append(part[1])
             continue
         if part[0] == "cmd":
-            out.append(part[1])
-            known = False
+            rel = _self_dir_subst(part[1], vars_)
+            if rel is None:
+                out.append(part[1])
+                known = False
+            else:
+                out.append(rel)
+                self_dir = self_dir or not "".join(out[:-1])
             continue
         if part[0] == "arr":
             val = vars_.get(part[1], UNKNOWN)
             if isinstance(val, list) and all(v.known for v in val):
                 out.append(" ".join(v.text for v in val))
                 split = split or not part[2]
+                default_of = default_of or next((v.default_of for v in val if v.default_of), "")
             else:
                 out.append("${%s[@]}" % part[1])
                 known = False
@@ -320,33 +389,206 @@ def _expand(tok: _Tok, vars_: dict) -> list[Word]:
             out.append("${%s%s}" % (name, mod) if mod else "$" + name)
             known = False
         else:
+            d, s = _tags(val)
+            default_of = default_of or d
+            self_dir = self_dir or (s and not "".join(out))
             out.append(val)
             if not quoted and any(ch.isspace() for ch in val) or (not quoted and val == "" and len(parts) == 1):
                 split = True
     text = "".join(out)
     if not known:
         return [Word(text, tok.line, tok.column, False)]
+    if self_dir:
+        text = _normpath(text)
     if split:
-        return [Word(t, tok.line, tok.column, True) for t in text.split()]
-    return [Word(text, tok.line, tok.column, True)]
+        return [Word(t, tok.line, tok.column, True, default_of) for t in text.split()]
+    return [Word(text, tok.line, tok.column, True, default_of, self_dir)]
+
+
+def _normpath(text: str) -> str:
+    import posixpath
+
+    return posixpath.normpath(text) if text else text
 
 
 def _var_value(name: str, mod: str, vars_: dict):
+    present = name in vars_
     val = vars_.get(name, UNKNOWN)
     if isinstance(val, list):
-        val = val[0].text if val and val[0].known else UNKNOWN
+        val = (_Val(val[0].text, val[0].default_of) if val and val[0].known else UNKNOWN)
     if not mod:
         return val
-    m = re.match(r"^(:?)([-=+])(.*)$", mod, re.S)
+    if name in _SELF_NAMES and mod in ("%/*", "[0]%/*") and vars_.get(_SELF):
+        return _Val(".", self_dir=True)  # `${0%/*}`: the script's folder
+    m = re.match(r"^(:?)([-=+?])(.*)$", mod, re.S)
     if not m:
         return UNKNOWN  # ${X%...}, ${X/...}, ${X:0:3}: not worth modelling
     colon, op, word = m.groups()
-    if val is UNKNOWN or "$" in word or "`" in word:
-        return UNKNOWN  # `${NNODES:-2}` depends on the caller's environment
+    if op == "?":
+        return val  # `${X:?message}`: X, or the script stops
+    if val is UNKNOWN:
+        if present or op == "+":
+            return UNKNOWN  # set in the script to something undecidable, or `${X:+...}` of the unknown X
+        # not set anywhere in the script: the default applies unless the caller's environment sets X
+        dflt = _default_word(word, vars_)
+        if dflt is None:
+            return UNKNOWN
+        return _Val(dflt, default_of=name, self_dir=_tags(dflt)[1])
     empty = val == "" if colon else False
     if op in "-=":
-        return word if empty else val
-    return "" if empty or val == "" else word
+        if empty:
+            dflt = _default_word(word, vars_)
+            return UNKNOWN if dflt is None else dflt
+        return val
+    if empty or val == "":
+        return ""
+    alt = _default_word(word, vars_)
+    return UNKNOWN if alt is None else alt
+
+
+def _default_word(word: str, vars_: dict):
+    """The word of ``${X:-word}``: quotes removed, expansions resolved; None when unknown."""
+    if not any(c in word for c in "$`'\"\\"):
+        return word
+    values = []
+    for tok in _Lexer(word).tokens():
+        if tok.kind != "word":
+            return None
+        value = _assigned_value(tok.parts, vars_)
+        if value is None:
+            return None
+        values.append(value)
+    text = " ".join(values)
+    if len(values) == 1 and isinstance(values[0], _Val):
+        return _Val(text, *_tags(values[0]))
+    return text
+
+
+def _assigned_value(parts, vars_) -> str | None:
+    """The right of `NAME=`: no word splitting there; None when anything is unresolved."""
+    out = []
+    default_of, self_dir = "", False
+    for p in parts:
+        if p[0] == "lit":
+            out.append(p[1])
+        elif p[0] == "var":
+            val = _var_value(p[1], p[2], vars_)
+            if val is UNKNOWN:
+                return None
+            d, s = _tags(val)
+            default_of = default_of or d
+            self_dir = self_dir or (s and not "".join(out))
+            out.append(val)
+        elif p[0] == "arr":
+            val = vars_.get(p[1])
+            if not isinstance(val, list) or not all(w.known for w in val):
+                return None
+            out.append(" ".join(w.text for w in val))
+        else:
+            rel = _self_dir_subst(p[1], vars_)
+            if rel is None:
+                return None  # $(...) / `...`: never executed
+            self_dir = self_dir or not "".join(out)
+            out.append(rel)
+    text = "".join(out)
+    if self_dir:
+        return _Val(_normpath(text), default_of, True)
+    return _Val(text, default_of) if default_of else text
+
+
+# ---------------------------------------------------------------- the script's own folder
+
+def _self_dir_subst(src: str, vars_: dict) -> str | None:
+    """The folder, relative to the script's own, that a substitution such as
+    ``$(dirname "$0")``, ``$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`` or
+    ``$(dirname "$(realpath "$0")")`` prints; None for anything else (never run)."""
+    if not vars_.get(_SELF):
+        return None
+    if src.startswith("$(") and src.endswith(")") and not src.startswith("$(("):
+        inner = src[2:-1]
+    elif src.startswith("`") and src.endswith("`") and len(src) > 1:
+        inner = src[1:-1]
+    else:
+        return None
+    out = _path_of_command(inner, vars_, 0)
+    return _normpath(out[len(_DIR):]) if isinstance(out, str) and out.startswith(_DIR) else None
+
+
+def _path_of_command(text: str, vars_: dict, depth: int) -> str | None:
+    if depth > 4:
+        return None
+    cmds: list[list[_Tok]] = [[]]
+    ops: list[str] = []
+    skip = False
+    for tok in _Lexer(text).tokens():
+        if skip:  # the target of a redirection: `&> /dev/null`
+            skip = False
+            continue
+        if tok.kind == "redir":
+            skip = True
+            continue
+        if tok.kind == "op":
+            if cmds[-1]:
+                cmds.append([])
+                ops.append(tok.text)
+            continue
+        if tok.kind != "word":
+            return None
+        cmds[-1].append(tok)
+    cmds = [c for c in cmds if c]
+    if not cmds:
+        return None
+    heads = [_lit_text(c[0].parts) if all(p[0] == "lit" for p in c[0].parts) else "" for c in cmds]
+    if len(cmds) == 2 and heads == ["cd", "pwd"] and ops[0] in ("&&", ";", "\n"):
+        args = [w for w in cmds[0][1:] if _lit_text(w.parts) not in ("--", "-P", "-L") or len(w.parts) > 1]
+        path = _path_of_word(args[0], vars_, depth) if len(args) == 1 else None
+        return path if path is not None and path.startswith(_DIR) else None
+    if len(cmds) != 1:
+        return None
+    head = heads[0]
+    flags = [_lit_text(w.parts) for w in cmds[0][1:] if len(w.parts) == 1 and w.parts[0][0] == "lit"
+             and w.parts[0][1].startswith("-")]
+    args = [w for w in cmds[0][1:] if not (len(w.parts) == 1 and w.parts[0][0] == "lit" and w.parts[0][1].startswith("-"))]
+    if len(args) != 1:
+        return None
+    path = _path_of_word(args[0], vars_, depth)
+    if path is None:
+        return None
+    if head == "dirname":
+        if path == _FILE:
+            return _DIR + "."
+        return _DIR + _normpath(path[len(_DIR):] + "/..")
+    if head == "realpath" or (head == "readlink" and any(f in ("-f", "-e", "-m") for f in flags)):
+        return path
+    return None
+
+
+def _path_of_word(tok: _Tok, vars_: dict, depth: int) -> str | None:
+    """A word inside such a substitution: the script file, a folder relative to the
+    script's folder, or None."""
+    out = []
+    for part in tok.parts:
+        if part[0] == "lit":
+            out.append(part[1])
+        elif part[0] == "var" and part[1] in _SELF_NAMES and part[2] in ("", "[0]"):
+            out.append(_FILE)
+        elif part[0] == "var":
+            val = vars_.get(part[1])
+            if part[2] or not isinstance(val, str) or not _tags(val)[1]:
+                return None
+            out.append(_DIR + val)
+        elif part[0] == "cmd" and part[1].startswith("$(") and not part[1].startswith("$(("):
+            inner = _path_of_command(part[1][2:-1], vars_, depth + 1)
+            if inner is None:
+                return None
+            out.append(inner)
+        else:
+            return None
+    if out == [_FILE]:
+        return _FILE
+    if not out or not out[0].startswith(_DIR) or any(_FILE in o or _DIR in o for o in out[1:]):
+        return None
+    return _DIR + _normpath("".join([out[0][len(_DIR):]] + out[1:]))
 
 
 # ---------------------------------------------------------------- statements
@@ -356,6 +598,7 @@ _BLOCK_CLOSE = {"fi", "done", "esac", "}"}
 _BRANCH = {"else", "elif"}
 _PASS = {"then", "do", "!", "time"}
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+_UNSET = object()  # a frame's memory of a variable the script had not set before the block
 
 
 @dataclass
@@ -368,20 +611,27 @@ class _Frame:
 class ShellScanner:
     """Walks shell text statement by statement, collecting env and launch facts.
 
-    Reused by the Dockerfile and Makefile readers for their shell fragments
-    (`feed` takes the fragment's starting line and column).
+    Used for every piece of shell gpulint reads: script files, Makefile recipes,
+    Dockerfile RUN/CMD, SkyPilot ``run:``, container ``sh -c``, Terraform
+    ``user_data`` and DVC ``cmd`` (`feed` takes the fragment's starting line and
+    column). ``self_path`` says that ``$0`` is the file being read, so
+    ``$(dirname "$0")`` is its folder.
     """
 
-    def __init__(self, path: str, variables: dict | None = None, env_names=_ENV_NAME, launch_target: str = ""):
+    def __init__(self, path: str, variables: dict | None = None, env_names=_ENV_NAME, launch_target: str = "",
+                 self_path: bool = False):
         self.path = path
         # In a batch script every launch runs on the script's allocation, so it shares
         # the compute target ("slurm"); elsewhere each launch is its own "launchN".
         self.launch_target = launch_target
         self.vars: dict = dict(variables or {})
+        if self_path:
+            self.vars[_SELF] = True
         self.stack: list[_Frame] = []
         self.facts: list[Fact] = []
         self.launches = 0
         self.env_names = env_names
+        self.found: list = []  # every Launch, in order (for `bash -c` strings scanned inside a command)
 
     # -- public
     def feed(self, text: str, line: int = 1, column: int = 1) -> list[Fact]:
@@ -415,6 +665,15 @@ class ShellScanner:
             self._statement(cmd)
         return self.facts[start:]
 
+    def feed_words(self, words: list[Word]) -> list[Fact]:
+        """An exec-form command (Dockerfile ``CMD [...]``, a container's command+args):
+        words Docker or the kubelet pass on without a shell."""
+        start = len(self.facts)
+        launch = parse_words(words, self.vars)
+        if launch is not None:
+            self._launched(launch, [])
+        return self.facts[start:]
+
     # -- scopes
     def _push(self, kind: str = ""):
         self.stack.append(_Frame(kind))
@@ -424,8 +683,8 @@ class ShellScanner:
             return
         frame = self.stack.pop()
         for name, before in frame.before.items():
-            if name in frame.changed or self.vars.get(name, UNKNOWN) is not before and \
-                    self.vars.get(name, UNKNOWN) != before:
+            now = self.vars.get(name, _UNSET)
+            if name in frame.changed or now is not before and now != before:
                 self._set(name, UNKNOWN)
 
     def _branch(self):
@@ -434,23 +693,19 @@ class ShellScanner:
             return
         frame = self.stack[-1]
         for name, before in frame.before.items():
-            if self.vars.get(name, UNKNOWN) != before:
+            if self.vars.get(name, _UNSET) != before:
                 frame.changed.add(name)
-            if before is UNKNOWN:
+            if before is _UNSET:
                 self.vars.pop(name, None)
             else:
                 self.vars[name] = before
 
     def _set(self, name: str, value) -> None:
+        """Assign; UNKNOWN records that the script set it to something undecidable."""
         if self.stack:
-            self.stack[-1].before.setdefault(name, self.vars.get(name, UNKNOWN))
-            if len(self.stack) > 1:  # an outer frame must learn of it too
-                for fr in self.stack[:-1]:
-                    fr.before.setdefault(name, self.vars.get(name, UNKNOWN))
-        if value is UNKNOWN:
-            self.vars.pop(name, None)
-        else:
-            self.vars[name] = value
+            for fr in self.stack:  # every enclosing frame must learn of it
+                fr.before.setdefault(name, self.vars.get(name, _UNSET))
+        self.vars[name] = value
 
     # -- one simple command
     def _statement(self, toks: list[_Tok]) -> None:
@@ -481,6 +736,7 @@ class ShellScanner:
                 break
         if not toks:
             return
+        self._assign_defaults(toks)
         assigns = []
         while toks and (toks[0].kind == "array" or (toks[0].kind == "word" and toks[0].parts
                                                      and toks[0].parts[0][0] == "lit" and not toks[0].parts[0][2]
@@ -512,14 +768,30 @@ class ShellScanner:
         for t in toks:
             if t.kind == "word":
                 words.extend(_expand(t, self.vars))
-        launch = parse_words(words)
+        launch = parse_words(words, self.vars)
         if launch is None:
             return
-        self.launches += 1
-        target = self.launch_target or f"launch{self.launches}"
-        for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
-            self._assign(a, exported=True, target=target, persist=False)
-        self._emit_launch(launch, target)
+        self._launched(launch, assigns)
+
+    def _launched(self, launch, assigns: list[_Tok]) -> None:
+        for one in [launch] + list(launch.more):
+            self.launches += 1
+            self.found.append(one)
+            target = self.launch_target or f"launch{self.launches}"
+            for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
+                self._assign(a, exported=True, target=target, persist=False)
+            self._emit_launch(one, target)
+
+    def _assign_defaults(self, toks: list[_Tok]) -> None:
+        """`: "${TRAIN_SCRIPT:=../src/train.py}"` assigns the default when the script had not set it."""
+        for t in toks:
+            for p in t.parts if t.kind == "word" else ():
+                if p[0] == "var" and p[1] not in self.vars and _NAME.match(p[1]) and re.match(r"^:?=", p[2]):
+                    value = _var_value(p[1], p[2], self.vars)
+                    self._set(p[1], value)
+                    if value is not UNKNOWN and self.env_names.match(p[1]):
+                        self.facts.append(Fact("env", {"name": p[1], "value": str(value)}, self._loc(t), key=p[1],
+                                               attrs={"exported": False, "overridable": p[1]}))
 
     @staticmethod
     def _drop_redirects(toks: list[_Tok]) -> list[_Tok]:
@@ -556,8 +828,14 @@ class ShellScanner:
             attrs = {"exported": exported}
             if self.stack:
                 attrs["conditional"] = True
-            self.facts.append(Fact("env", {"name": name, "value": value}, self._loc(tok, len(name)),
-                                   key=name, target=target, attrs=attrs))
+            default_of, self_dir = _tags(value)
+            if default_of:
+                attrs["overridable"] = default_of
+            if self_dir:  # an absolute path at run time; only its place relative to the script is known
+                attrs["script_dir"] = str(value)
+                value = None
+            self.facts.append(Fact("env", {"name": name, "value": None if value is None else str(value)},
+                                   self._loc(tok, len(name)), key=name, target=target, attrs=attrs))
 
     def _loc(self, w, length: int = 0) -> Location:
         end = w.column + length if length else None
@@ -566,8 +844,8 @@ class ShellScanner:
     def _emit_launch(self, launch, target: str) -> None:
         v = launch.value
         flags = {k: [w.line, w.column] for k, w in launch.flags.items()}
-        self.facts.append(Fact("launch", v, self._loc(launch.head), key=v["tool"], target=target,
-                               attrs={"flags": flags}))
+        attrs = {"flags": flags, **launch_provenance(launch)}
+        self.facts.append(Fact("launch", v, self._loc(launch.head), key=v["tool"], target=target, attrs=attrs))
         for name, value, w in launch.env:
             if self.env_names.match(name):
                 known = value is not None and "$" not in value and "`" not in value
@@ -583,32 +861,64 @@ class ShellScanner:
                                    self._loc(fw), key=flag or "--mixed_precision", target=target))
 
 
-def _assigned_value(parts, vars_) -> str | None:
-    """The right of `NAME=`: no word splitting there; None when anything is unresolved."""
+def launch_provenance(launch) -> dict:
+    """Attributes saying where a launch's values came from: ``overridable`` maps the
+    script (``"script"``/``"module"``) or a flag as written to the variable whose
+    default supplied it; ``relative_to: "launcher"`` says the script path was built
+    from the launcher's own folder (``$(dirname "$0")/train.py``)."""
+    out: dict = {}
+    words = launch.words or []
+    v = launch.value
+    over: dict = {}
+    for key in ("script", "module"):
+        text = v.get(key)
+        if not isinstance(text, str):
+            continue
+        w = next((w for w in words if w.known and w.text == text), None)
+        if w is not None and w.default_of:
+            over[key] = w.default_of
+        if w is not None and w.self_dir and key == "script":
+            out["relative_to"] = "launcher"
+    ids = {id(w): i for i, w in enumerate(words)}
+    for flag, fw in launch.flags.items():
+        k = ids.get(id(fw))
+        vw = fw if "=" in fw.text or k is None else (words[k + 1] if k + 1 < len(words) else None)
+        if vw is not None and vw.default_of:
+            over[flag] = vw.default_of
+    if over:
+        out["overridable"] = over
+    return out
+
+
+def inline_launches(src: Word, variables: dict | None = None) -> list:
+    """The launches of a ``bash -c "<script>"`` string, scanned like any script (its
+    ``$0`` is not a file). Positions point into the string."""
+    vars_ = {k: v for k, v in (variables or {}).items() if k != _SELF}
+    scanner = ShellScanner("", vars_)
+    col = src.column + (1 if "\n" not in src.text else 0)
+    try:
+        scanner.feed(src.text, src.line, col)
+    except RecursionError:
+        return []
+    env_before: list = []
     out = []
-    for p in parts:
-        if p[0] == "lit":
-            out.append(p[1])
-        elif p[0] == "var":
-            val = _var_value(p[1], p[2], vars_)
-            if val is UNKNOWN:
-                return None
-            out.append(val)
-        elif p[0] == "arr":
-            val = vars_.get(p[1])
-            if not isinstance(val, list) or not all(w.known for w in val):
-                return None
-            out.append(" ".join(w.text for w in val))
-        else:
-            return None  # $(...) / `...`: never executed
-    return "".join(out)
+    k = 0
+    for f in scanner.facts:
+        if f.kind == "env" and not f.target:
+            env_before.append((f.value["name"], f.value["value"], Word(f.value["name"], f.loc.line, f.loc.column)))
+        elif f.kind == "launch":
+            launch = scanner.found[k]
+            k += 1
+            launch.env = env_before + launch.env
+            out.append(launch)
+    return out
 
 
 # ---------------------------------------------------------------- Slurm directives
 
 def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
     """`#SBATCH` lines before the first command (sbatch stops reading there)."""
-    from gpulint.readers.commands import _gres_gpus, _gpu_count, split_command_line
+    from gpulint.readers.commands import _gres_gpus, _gpu_count
 
     facts: list[Fact] = []
     seeds: dict = {}
@@ -625,7 +935,7 @@ def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
         offset = raw.index("#SBATCH") + len("#SBATCH")
         if target_at is None:
             target_at = (lineno, raw.index("#SBATCH") + 1)
-        _, argv = split_command_line(raw[offset:])
+        argv = split_words(raw[offset:])
         k = 0
         cursor = offset
         while k < len(argv):
@@ -680,7 +990,7 @@ def read_shell(text: str, path: str) -> list[Fact]:
     if "\x00" in text:
         raise ReadError("binary content in a shell script", 1, 1)
     slurm, seeds = _sbatch_facts(text, path)
-    scanner = ShellScanner(path, seeds, launch_target="slurm" if slurm else "")
+    scanner = ShellScanner(path, seeds, launch_target="slurm" if slurm else "", self_path=True)
     try:
         facts = scanner.feed(text)
     except RecursionError as exc:  # pathological nesting; never expected from real scripts

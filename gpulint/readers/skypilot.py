@@ -11,8 +11,7 @@ import re
 from typing import Any
 
 from gpulint.model import Fact
-from gpulint.readers.kubernetes import (FactSink, as_dict, as_int, as_list, env_value, launches_from_script,
-                                        shell_value)
+from gpulint.readers.kubernetes import FactSink, as_dict, as_int, as_list, emit_step, env_value, launches_from_script
 from gpulint.yamlnodes import Doc
 
 _TASK_KEYS = ("resources", "run", "setup", "num_nodes", "file_mounts")
@@ -139,13 +138,9 @@ def _read_task(doc: Doc, path: str, used: set) -> list[Fact]:
         if not isinstance(script, str):
             continue
         multi = "\n" in script
-        for n, (off, env, launch) in enumerate(launches_from_script(script, subst)):
-            for ename, evalue in env.items():
-                sink.add("env", {"name": ename, "value": shell_value(evalue)}, (phase,), target,
-                         key=f"{phase}[{n}].env.{ename}", attrs={"phase": phase}, line_offset=off if multi else None)
-            if launch:
-                sink.add("launch", launch, (phase,), target, key=f"{phase}[{n}]", attrs={"phase": phase},
-                         line_offset=off if multi else None)
+        for n, step in enumerate(launches_from_script(script, subst)):
+            emit_step(sink, (phase,), step.offset if multi else None, step, target, f"{phase}[{n}]",
+                      {"phase": phase})
 
     for mount, spec in as_dict(data.get("file_mounts")).items():
         if not isinstance(mount, str):
