@@ -25,7 +25,7 @@ from gpulint.discover import Candidate, Classifier, discover
 from gpulint.isolation import Budget, WorkersUnavailable, run_supervised
 from gpulint.model import Fact, Finding, Location, Severity
 from gpulint.plugins import PluginHost, Registry, format_traceback
-from gpulint.readers.errors import ReadError
+from gpulint.readers.errors import PartialRead, ReadError
 from gpulint.result import ScanResult
 from gpulint.rule import Rule
 from gpulint.sources import ParseError, Source
@@ -112,6 +112,15 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
                 res.facts += ex.extract(source)
             except (ParseError, ReadError) as exc:  # readers parse their own text (Terraform, shell ...)
                 res.findings.append(_parse_error(rel, source.loc(exc.line or 1, exc.column or 1), exc.message))
+            except PartialRead as exc:  # the other parts' facts are kept; each failed part is reported
+                res.facts += exc.facts
+                for b in exc.failures:
+                    res.findings.append(sys_finding("SYS002", "rule-error", source.loc(b.line, b.column),
+                                                    f"fact extractor '{ex.name}' failed on {b.what} in {rel}: {b.error}"[:300],
+                                                    "This is a bug in gpulint; the file's other blocks were read. "
+                                                    "Run with --verbose for details and report it.",
+                                                    symbol=f"extractor:{ex.name}:{b.what}"))
+                res.errors.append(f"{rel}: {exc}")
             except (RecursionError, MemoryError) as exc:
                 what = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
                 res.findings.append(_parse_error(rel, source.loc(1, 1), f"{what} for the '{ex.name}' reader", _OVER_BUDGET))

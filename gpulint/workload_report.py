@@ -21,6 +21,10 @@ def render_workloads(result: ScanResult) -> str:
             v = l["value"]
             extra = ", ".join(f"{k}={v[k]}" for k in ("nnodes", "nproc_per_node", "mixed_precision") if v.get(k) is not None)
             lines.append(f"  launcher: {v.get('tool')} at {l['where']}{' (' + extra + ')' if extra else ''}")
+            over = (l.get("attrs") or {}).get("overridable") or {}
+            if over:
+                said = ", ".join(f"{k} from ${name}" for k, name in over.items())
+                lines.append(f"    defaults the caller's environment may override: {said}")
         for c in wl["configs"]:
             lines.append(f"  config: {c}")
         comp = wl.get("compute")

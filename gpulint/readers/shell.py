@@ -47,10 +47,14 @@ _REDIRS = ("<<<", "<<-", "&>>", "<<", ">>", ">&", "<&", "<>", ">|", "&>", ">", "
 
 
 class _Lexer:
-    def __init__(self, text: str, line: int = 1, column: int = 1):
+    """``indent`` is added to the column of every line after the first (text that was
+    dedented before lexing, such as a Terraform ``<<-EOF`` heredoc)."""
+
+    def __init__(self, text: str, line: int = 1, column: int = 1, indent: int = 0):
         self.s = text
         self.p = 0
         self.line0, self.col0 = line, column
+        self.indent = indent
         self.heredocs: list[tuple[str, bool]] = []
         self._nl = [i for i, c in enumerate(text) if c == "\n"]
 
@@ -60,7 +64,7 @@ class _Lexer:
         k = bisect.bisect_left(self._nl, p)
         if k == 0:
             return self.line0, self.col0 + p
-        return self.line0 + k, p - self._nl[k - 1]
+        return self.line0 + k, p - self._nl[k - 1] + self.indent
 
     def tokens(self):
         s, n = self.s, len(self.s)
@@ -634,11 +638,11 @@ class ShellScanner:
         self.found: list = []  # every Launch, in order (for `bash -c` strings scanned inside a command)
 
     # -- public
-    def feed(self, text: str, line: int = 1, column: int = 1) -> list[Fact]:
+    def feed(self, text: str, line: int = 1, column: int = 1, indent: int = 0) -> list[Fact]:
         start = len(self.facts)
         cmd: list[_Tok] = []
         skip_target = False
-        for tok in _Lexer(text, line, column).tokens():
+        for tok in _Lexer(text, line, column, indent).tokens():
             if tok.kind == "op":
                 if tok.text == "(" and not cmd:
                     self._push("(")

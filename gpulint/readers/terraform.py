@@ -40,7 +40,7 @@ from hcl2.rules.strings import HeredocTemplateRule, InterpolationRule, StringRul
 from hcl2.utils import SerializationOptions, process_escape_sequences
 
 from gpulint.model import Fact, Location
-from gpulint.readers.errors import ReadError
+from gpulint.readers.errors import BlockFailure, PartialRead, ReadError
 
 __all__ = ["ReadError", "read"]
 
@@ -72,14 +72,19 @@ def read(text: str, path: str) -> list[Fact]:
     except RecursionError:
         raise ReadError("HCL nesting too deep to read", 1, 1) from None
     ctx.collect_values(root)
+    failures: list[BlockFailure] = []
     for name, blocks in root.raw.items():
         for body, line, col, _dyn, labels in blocks:
+            start = len(ctx.facts)
             try:
                 _top_block(ctx, name, labels, _View(body, line, col, ""), line, col)
-            except RecursionError:
-                continue
-            except Exception:  # noqa: BLE001 - one odd block must not lose the file's other facts
-                continue
+            except Exception as exc:  # noqa: BLE001 - one odd block must not lose the file's other facts
+                del ctx.facts[start:]  # a half-read block says nothing rather than something partial
+                what = " ".join([name] + [f'"{lab}"' for lab in labels])
+                error = "nesting too deep" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+                failures.append(BlockFailure(what, line, col, error))
+    if failures:
+        raise PartialRead(ctx.facts, failures)
     return ctx.facts
 
 
@@ -402,16 +407,25 @@ class _Ctx:
         self.path = path
         self.facts: list[Fact] = []
         self.known: dict[str, Any] = {}  # "var.x"/"local.y" -> literal value in this file
+        # expressions as written, for boot scripts kept in a local, a variable default or a data source
+        self.local_nodes: dict[str, tuple] = {}  # name -> (node, line, column)
+        self.variable_nodes: dict[str, tuple] = {}
+        self.data_views: dict[str, _View] = {}  # "data.template_file.x" -> its body
 
     def collect_values(self, root: _View):
         """Variables (every one, with or without a default), locals, ``.tfvars`` assignments and
         module calls: the raw material of ``gpulint.tfvalues``, which resolves references across the
         module's files. Only literals are also remembered for references within this file."""
+        for _body, line, col, _dyn, labels in root.raw.get("data", []):
+            if len(labels) == 2 and labels[0] in ("template_file", "cloudinit_config"):
+                self.data_views[f"data.{labels[0]}.{labels[1]}"] = _View(_body, line, col, "")
         for _body, line, col, _dyn, labels in root.raw.get("variable", []):
             if not labels:
                 continue
             view = _View(_body, line, col, "")
             attr = view.attrs.get("default")
+            if attr is not None:
+                self.variable_nodes[labels[0]] = (attr.node, attr.line, attr.column)
             value = _eval(attr.node) if attr is not None else _UNKNOWN
             where = attr or _Attr(None, line, col)
             fact = {"name": labels[0], "default": _plain(value), "has_default": attr is not None}
@@ -423,6 +437,7 @@ class _Ctx:
         for _body, line, col, _dyn, _labels in root.raw.get("locals", []):
             view = _View(_body, line, col, "")
             for name, attr in view.attrs.items():
+                self.local_nodes[name] = (attr.node, attr.line, attr.column)
                 value = _eval(attr.node)
                 fact = {"name": name, "value": _plain(value)}
                 if value is _UNKNOWN:
@@ -1207,6 +1222,10 @@ _RESOURCES: dict[str, _Handler] = {
     "azurerm_kubernetes_cluster_node_pool": _aks_node_pool,
     "azurerm_kubernetes_cluster": _aks_cluster,
 }
+# resources whose boot script (user_data, custom_data, startup script) gpulint reads
+_BOOT_SCRIPTS = {"aws_instance", "aws_spot_instance_request", "aws_launch_template", "aws_launch_configuration",
+                 "azurerm_linux_virtual_machine", "azurerm_linux_virtual_machine_scale_set", "azurerm_virtual_machine",
+                 "azurerm_orchestrated_virtual_machine_scale_set"}
 _BUDGETS = {"aws_budgets_budget", "google_billing_budget"}
 _PLACEMENT = {"aws_placement_group": "strategy", "azurerm_proximity_placement_group": None}
 _ENV_ATTRS = {
@@ -1227,6 +1246,10 @@ def _top_block(ctx: _Ctx, name: str, labels: tuple, view: _View, line: int, col:
     handler = _RESOURCES.get(rtype)
     if handler is not None:
         handler(ctx, rtype, label, view, line, col)
+        if rtype in _BOOT_SCRIPTS or rtype.startswith("google_compute_"):
+            from gpulint.readers.terraform_scripts import startup_scripts
+
+            startup_scripts(ctx, address, rtype, view)
     elif rtype in _BUDGETS or rtype.startswith("azurerm_consumption_budget_"):
         ctx.emit("infra.budget", {"resource": address, "kind": "budget"}, line, col, key=address)
     elif rtype == "aws_cloudwatch_metric_alarm":
