@@ -44,6 +44,11 @@ def _lazy(module: str, func: str, *, docs: bool = False):
 def _yaml_infra(source: Source) -> list[Fact]:
     docs = [d for d in source.tree or [] if not d.template]  # a template's values are unknown until rendered
     out: list[Fact] = []
+    dvc = importlib.import_module("gpulint.readers.dvc")
+    dvc_docs = [d for d in docs if dvc.looks_like_dvc(d, source.path)]
+    if dvc_docs:
+        out += dvc.read_dvc(dvc_docs, source.path)
+        docs = [d for d in docs if d not in dvc_docs]
     k8s = importlib.import_module("gpulint.readers.kubernetes")
     k8s_docs = [d for d in docs if k8s.looks_like_kubernetes(d)]
     if k8s_docs:
@@ -132,7 +137,7 @@ def gpulint_fact_extractors():
         Extractor("python", ("python", "notebook"), _python, needs=ML_WORDS),
         Extractor("configs", ("yaml", "json"), _configs),
         Extractor("notebook-shell", ("notebook",), _notebook_shell),
-        Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:")),
+        Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:", "cmd:")),
         Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
         Extractor("terraform-json", ("json",), _terraform_json),
         Extractor("gpu-monitoring", ("yaml", "json", "terraform", "shell", "dockerfile", "toml"), _gpu_monitoring,

@@ -121,23 +121,29 @@ def launches_from_script(script: str, subst: dict[str, str] | None = None) -> li
     except RecursionError:
         return []
     steps: list[ScriptStep] = []
-    current: ScriptStep | None = None
+    by_target: dict[str, ScriptStep] = {}  # a launch and the env its own command sets share a target
     for f in facts:
         if f.kind == "launch":
-            attrs = {k: v for k, v in f.attrs.items() if k != "flags"}
-            current = ScriptStep(f.loc.line - 1, launch=f.value, attrs=attrs)
-            steps.append(current)
+            step = by_target.get(f.target)
+            if step is None:
+                step = by_target[f.target] = ScriptStep(f.loc.line - 1)
+                steps.append(step)
+            step.offset = f.loc.line - 1
+            step.launch, step.attrs = f.value, {k: v for k, v in f.attrs.items() if k != "flags"}
             continue
         if f.kind != "env":
             continue
-        if f.attrs.get("scope") == "command" and current is not None and current.launch is not None:
-            step = current  # `NCCL_DEBUG=INFO torchrun ...`: set by the launching command itself
-        elif steps and steps[-1].launch is None and steps[-1].offset == f.loc.line - 1:
-            step = steps[-1]
+        if f.target:
+            step = by_target.get(f.target)
+            if step is None:
+                step = by_target[f.target] = ScriptStep(f.loc.line - 1)
+                steps.append(step)
+        elif steps and steps[-1].launch is None and not any(s is steps[-1] for s in by_target.values()) \
+                and steps[-1].offset == f.loc.line - 1:
+            step = steps[-1]  # `export A=1 B=2`: one statement, one step
         else:
             step = ScriptStep(f.loc.line - 1)
             steps.append(step)
-            current = step
         step.env[f.value["name"]] = f.value["value"]
         extra = {k: v for k, v in f.attrs.items() if k in ("overridable", "script_dir", "conditional")}
         if extra:
