@@ -181,6 +181,7 @@ def python_facts(source: Source) -> list[Fact]:
     _checkpoints(f)
     _models(f)
     _sagemaker(f)
+    _sagemaker_model_trainer(f)
     _serving(f)
     _datasets(f)
     _local_imports(f)
@@ -829,6 +830,143 @@ def _sagemaker_mp_precision(dist: Any) -> str | None:
             if node.get("bf16") in (False, 0) and node.get("fp16") in (False, 0, None) and "bf16" in node:
                 return "fp32"
     return None
+
+
+# SageMaker Python SDK ModelTrainer (sagemaker.modules in SDK 2.23x, sagemaker.train in SDK 3)
+_SM_PACKAGES = ("sagemaker.modules", "sagemaker.train", "sagemaker.core.training")
+MODEL_TRAINERS = {f"{p}.{m}" for p in ("sagemaker.modules.train", "sagemaker.modules.train.model_trainer",
+                                        "sagemaker.train", "sagemaker.train.model_trainer")
+                  for m in ("ModelTrainer", "ModelTrainer.from_recipe")}
+_ML_DEFAULT_INSTANCE = "ml.m5.xlarge"  # ModelTrainer's compute when none is given (SDK docstring)
+
+
+def _config_call(f: _Facts, call: Call, kw: str, *names: str) -> Call | None:
+    """The ``Compute(...)``-like call passed as ``kw``, written inline or assigned to a
+    name first; ``names`` are class names of the SageMaker config modules."""
+    node = call.kwarg(kw)
+    if isinstance(node, cst.Name):
+        assigns = [a for a in f.ix.assigns if a.target == node.value and a.scope in (call.scope, "")]
+        local = [a for a in assigns if a.scope == call.scope] or assigns
+        node = local[-1].value if len(local) == 1 or (local and all(a.value is local[0].value for a in local)) else None
+    if not isinstance(node, cst.Call):
+        return None
+    by_node = next((c for c in f.ix.calls if c.node is node), None)
+    q = by_node.qualname if by_node is not None else None
+    if q and q.startswith("sagemaker.") and q.rsplit(".", 1)[-1] in names:
+        return by_node
+    return None
+
+
+def _sagemaker_model_trainer(f: _Facts) -> None:
+    """ModelTrainer(compute=Compute(...), source_code=SourceCode(...), ...): the same
+    compute facts as an estimator, and a launch of the entry script or command."""
+    for c in f.ix.calls_to(*MODEL_TRAINERS):
+        target = f"ModelTrainer@{c.assigned_to or 'trainer'}"
+        loc = f.src.node_loc(c.node)
+        star = c.has_star_kwargs
+
+        def add(kind: str, value: Any, node: cst.CSTNode | None, key: str, **attrs: Any) -> None:
+            f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, attrs))
+
+        f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target,
+                                             "role": "training"}, loc, c.qualname, target, {"sdk": "ModelTrainer"}))
+        compute = _config_call(f, c, "compute", "Compute")
+        mode = c.kwarg("training_mode")
+        local = mode is not None and (dotted(mode) or "").endswith("LOCAL_CONTAINER")
+        if local:
+            add("compute.instance_type", "local", mode, "training_mode")
+        elif compute is not None:
+            it = f.val(compute, "instance_type")
+            node = compute.kwarg("instance_type")
+            if node is None and not compute.has_star_kwargs and compute.kwarg("instance_groups") is None:
+                add("compute.instance_type", _ML_DEFAULT_INSTANCE, compute.node, "compute.instance_type", default=True)
+            else:
+                add("compute.instance_type", _norm(it) if isinstance(it, str) else None, node or compute.node,
+                    "compute.instance_type")
+        elif c.kwarg("compute") is None and not star:
+            add("compute.instance_type", _ML_DEFAULT_INSTANCE, None, "compute", default=True)
+        else:
+            add("compute.instance_type", None, c.kwarg("compute"), "compute")
+        n: Any = UNKNOWN
+        if compute is not None:
+            n = f.val(compute, "instance_count") if compute.kwarg("instance_count") is not None else (
+                1 if not compute.has_star_kwargs else UNKNOWN)
+            add("compute.node_count", n if isinstance(n, int) and not isinstance(n, bool) else None,
+                compute.kwarg("instance_count") or compute.node, "compute.instance_count")
+        elif c.kwarg("compute") is None and not star:
+            n = 1
+            add("compute.node_count", 1, None, "compute", default=True)
+        spot: Any = UNKNOWN
+        if compute is not None:
+            spot = f.val(compute, "enable_managed_spot_training") if compute.kwarg(
+                "enable_managed_spot_training") is not None else (False if not compute.has_star_kwargs else UNKNOWN)
+        elif c.kwarg("compute") is None and not star:
+            spot = False
+        cap_node = compute.kwarg("enable_managed_spot_training") if compute is not None else None
+        add("compute.capacity", None if not isinstance(spot, bool) else ("spot" if spot else "on-demand"),
+            cap_node or (compute.node if compute is not None else None), "compute.enable_managed_spot_training")
+        ckpt = _config_call(f, c, "checkpoint_config", "CheckpointConfig")
+        stop = _config_call(f, c, "stopping_condition", "StoppingCondition")
+        has_ckpt = c.kwarg("checkpoint_config") is not None
+        value = {
+            "s3_uri": _norm(f.val(ckpt, "s3_uri")) if ckpt is not None else None,
+            # CheckpointConfig's documented default folder
+            "local_path": (_norm(f.val(ckpt, "local_path")) if ckpt.kwarg("local_path") is not None
+                           else "/opt/ml/checkpoints") if ckpt is not None else None,
+            "max_wait": _norm(f.val(stop, "max_wait_time_in_seconds")) if stop is not None else None,
+            "max_run": _norm(f.val(stop, "max_runtime_in_seconds")) if stop is not None else None,
+            # a CheckpointConfig without s3_uri gets a default bucket URI from the SDK
+            "s3_uri_set": has_ckpt,
+            "max_wait_set": stop is not None and stop.kwarg("max_wait_time_in_seconds") is not None,
+            "star_kwargs": star or (c.kwarg("stopping_condition") is not None and stop is None),
+        }
+        add("compute.checkpoint", value, c.kwarg("checkpoint_config") or cap_node or c.node, "checkpoint_config")
+        _model_trainer_launch(f, c, target, add, n)
+        env = f.val(c, "environment")
+        if isinstance(env, dict):
+            for k, v in env.items():
+                add("env", {"name": str(k), "value": str(v)}, c.kwarg("environment"), "environment")
+
+
+def _model_trainer_launch(f: _Facts, c: Call, target: str, add, nodes: Any) -> None:
+    src = _config_call(f, c, "source_code", "SourceCode")
+    dist = _config_call(f, c, "distributed", "Torchrun", "MPI")
+    per_node = _norm(f.val(dist, "process_count_per_node")) if dist is not None else None
+    hp = f.val(c, "hyperparameters")
+    args: list[str] = []
+    if isinstance(hp, dict):
+        for k, v in hp.items():
+            args += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
+    sd = f.val(src, "source_dir") if src is not None else UNKNOWN
+    base = sd.rstrip("/") if isinstance(sd, str) and not sd.startswith(("s3://", "git")) else None
+    command = f.val(src, "command") if src is not None else UNKNOWN
+    if isinstance(command, str):
+        from gpulint.readers.kubernetes import launches_from_script
+
+        for step in launches_from_script(command):
+            if step.launch is None:
+                continue
+            launch = dict(step.launch)
+            if base and isinstance(launch.get("script"), str) and not launch["script"].startswith("/"):
+                launch["script"] = posixpath.normpath(posixpath.join(base, launch["script"]))
+            if launch.get("nnodes") is None and isinstance(nodes, int):
+                launch["nnodes"] = nodes
+            add("launch", launch, src.kwarg("command"), "source_code.command", via="SourceCode.command", **step.attrs)
+        return
+    ep = f.val(src, "entry_script") if src is not None else UNKNOWN
+    script = ep if isinstance(ep, str) else None
+    if script and base is not None and not script.startswith("/"):
+        script = posixpath.normpath(posixpath.join(base, script))
+    elif script and isinstance(sd, str) and sd.startswith(("s3://", "git")):
+        script = None  # code that is not in this repository
+    value = {"tool": "sagemaker", "script": script, "module": None, "args": args,
+             "nnodes": nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None,
+             "nproc_per_node": per_node if isinstance(per_node, int) else None, "mixed_precision": None,
+             "config_file": None, "deepspeed_config": None, "wrapper": None}
+    if dist is not None:
+        value["distributed"] = (dist.qualname or "").rsplit(".", 1)[-1].lower()
+    node = (src.kwarg("entry_script") if src is not None else None) or c.kwarg("source_code") or c.node
+    add("launch", value, node, "source_code.entry_script")
 
 
 def _local_imports(f: _Facts) -> None:
