@@ -184,8 +184,10 @@ _GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 _ACCEL_RESOURCES = _GPU_RESOURCES + ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
                                      "aws.amazon.com/neurondevice", "habana.ai/gaudi", "vpc.amazonaws.com/efa")
 _EFA = "vpc.amazonaws.com/efa"
+_HYPERPOD = "sagemaker.amazonaws.com/"  # node labels of SageMaker HyperPod clusters
 _PROVIDER_PREFIXES = (
     ("eks.amazonaws.com/", "aws"), ("karpenter.k8s.aws/", "aws"), ("k8s.amazonaws.com/", "aws"),
+    (_HYPERPOD, "aws"), ("karpenter.sagemaker.amazonaws.com/", "aws"),
     ("vpc.amazonaws.com/", "aws"), ("alpha.eksctl.io/", "aws"),
     ("cloud.google.com/", "gcp"), ("karpenter.azure.com/", "azure"), ("kubernetes.azure.com/", "azure"),
 )
@@ -280,6 +282,9 @@ def _read_object(doc: Doc, base: tuple, path: str, used: set) -> list[Fact]:
     if kind in ("NodePool", "Provisioner") and api.startswith("karpenter.sh/"):
         _read_nodepool(sink, base, kind, name, _unique(f"{kind}/{name}", used))
         return sink.facts
+    if kind == "TrainJob" and api.startswith("trainer.kubeflow.org/"):
+        _read_trainjob(sink, base, name, _unique(f"TrainJob/{name}", used))
+        return sink.facts
     for wl in _workloads(doc, base, kind, name, used):
         _read_pod(sink, wl)
     return sink.facts
@@ -346,8 +351,44 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
             if "minReplicas" in grp:
                 wl.min_nodes, wl.min_at = as_int(grp.get("minReplicas")), gpath + ("minReplicas",)
             out.append(wl)
-    elif isinstance(kind, str) and "kubeflow.org" in str(doc.get(base + ("apiVersion",), "")):
+    elif kind in ("ClusterTrainingRuntime", "TrainingRuntime") and _api(doc, base).startswith("trainer.kubeflow.org/"):
+        out += _runtime_jobs(doc, spec, res, used)
+    elif kind == "HyperPodPyTorchJob" and _api(doc, base).startswith("sagemaker.amazonaws.com/"):
+        per_node = as_int(doc.get(spec + ("nprocPerNode",)))
+        for i, rs in enumerate(as_list(doc.get(spec + ("replicaSpecs",)))):
+            if not isinstance(rs, dict):
+                continue
+            rpath = spec + ("replicaSpecs", i)
+            rname = rs.get("name") if isinstance(rs.get("name"), str) else str(i)
+            raw = rs.get("replicas", 1)
+            out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec"), rpath, _TRAINING,
+                                 as_int(raw), rpath + ("replicas",) if "replicas" in rs else None,
+                                 attrs={"replica": rname, "nproc_per_node": per_node}))
+    elif isinstance(kind, str) and "kubeflow.org" in _api(doc, base) and not _api(doc, base).startswith("trainer."):
         out += _operator_replicas(doc, spec, kind, res, used)
+    return out
+
+
+def _api(doc: Doc, base: tuple) -> str:
+    return str(doc.get(base + ("apiVersion",), ""))
+
+
+def _runtime_jobs(doc: Doc, spec: tuple, res: str, used: set) -> list[_Workload]:
+    """Kubeflow Trainer runtimes: a JobSet template whose trainer job ("node") runs
+    ``mlPolicy.numNodes`` nodes."""
+    out = []
+    nodes_at = spec + ("mlPolicy", "numNodes")
+    num_nodes = doc.get(nodes_at)
+    for i, rj in enumerate(as_list(doc.get(spec + ("template", "spec", "replicatedJobs")))):
+        if not isinstance(rj, dict):
+            continue
+        rpath = spec + ("template", "spec", "replicatedJobs", i)
+        rname = rj.get("name") if isinstance(rj.get("name"), str) else str(i)
+        trainer = rname == "node"
+        nodes = (as_int(num_nodes) if num_nodes is not None else 1) if trainer else as_int(rj.get("replicas", 1))
+        at = nodes_at if trainer and num_nodes is not None else (rpath + ("replicas",) if "replicas" in rj else None)
+        out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
+                             rpath, _TRAINING, nodes, at, attrs={"replicated_job": rname}))
     return out
 
 
@@ -396,15 +437,15 @@ def _containers(sink: FactSink, pod: tuple) -> list[tuple[tuple, dict]]:
             if isinstance(c, dict)]
 
 
-def _resource(cpath: tuple, c: dict, names: tuple) -> list[tuple[tuple, str, Any]]:
+def _resource(cpath: tuple, c: dict, names: tuple, key: str = "resources") -> list[tuple[tuple, str, Any]]:
     """(path, resource name, amount) per requested resource of ``names``; limits win over requests."""
     out = []
-    res = as_dict(c.get("resources"))
+    res = as_dict(c.get(key))
     for name in names:
         for section in ("limits", "requests"):
             sec = as_dict(res.get(section))
             if name in sec:
-                out.append((cpath + ("resources", section, name), name, sec[name]))
+                out.append((cpath + (key, section, name), name, sec[name]))
                 break
     return out
 
@@ -448,31 +489,14 @@ def _read_pod(sink: FactSink, wl: _Workload) -> None:
     gpu_reqs = [r for cp, c in containers for r in _resource(cp, c, _GPU_RESOURCES)]
     accel_reqs = [r for cp, c in containers for r in _resource(cp, c, _ACCEL_RESOURCES)]
     selections = _selections(sink, wl.pod)
-    tolerations = [(wl.pod + ("tolerations", i), t) for i, t in enumerate(as_list(doc.get(wl.pod + ("tolerations",))))
-                   if isinstance(t, dict)]
-    signal = accel_reqs or any(k in _INSTANCE_KEYS + _ACCEL_KEYS for _, k, _, _ in selections)
-
-    if wl.compute and signal:
-        keys = [k for _, k, _, _ in selections] + [t.get("key") for _, t in tolerations] + [n for _, n, _ in accel_reqs]
-        tattrs = dict(wl.attrs)
-        for _, k, v, _ in selections:
-            if k == "cloud.google.com/machine-family":
-                tattrs["machine_family"] = v
-        sink.add("compute.target", {"source": "kubernetes", "provider": _provider(keys), "resource": wl.resource,
-                                    "role": _role(sink, wl, containers)}, wl.anchor, target, attrs=tattrs)
-        _pod_compute(sink, wl, gpu_reqs, accel_reqs, selections, tolerations)
+    tolerations = _tolerations(sink, wl.pod)
+    _compute(sink, wl, containers, gpu_reqs, accel_reqs, selections, tolerations)
 
     # env and launch facts: for every container, GPU or not
     launch_target = wl.launch_target or target
     for cpath, c in containers:
         cname = c.get("name") if isinstance(c.get("name"), str) else None
-        for i, item in enumerate(as_list(c.get("env"))):
-            item = as_dict(item)
-            if not isinstance(item.get("name"), str):
-                continue
-            value = None if "valueFrom" in item else env_value(item.get("value"))
-            sink.add("env", {"name": item["name"], "value": value}, cpath + ("env", i), launch_target,
-                     key=dotted(cpath + ("env", item["name"])), attrs={"container": cname})
+        _container_env(sink, cpath, c, launch_target, cname)
         _container_launches(sink, cpath, c, launch_target, cname)
         _served_model(sink, cpath, c, launch_target)
     if wl.entrypoint:
@@ -481,6 +505,40 @@ def _read_pod(sink: FactSink, wl: _Workload) -> None:
         for n, step in enumerate(launches_from_script(script)):
             _emit_step(sink, wl.entrypoint, step.offset if multi else None, step, launch_target,
                        dotted(wl.entrypoint) + f"[{n}]", {})
+
+
+def _tolerations(sink: FactSink, pod: tuple) -> list[tuple[tuple, dict]]:
+    return [(pod + ("tolerations", i), t) for i, t in enumerate(as_list(sink.doc.get(pod + ("tolerations",))))
+            if isinstance(t, dict)]
+
+
+def _compute(sink: FactSink, wl: _Workload, containers, gpu_reqs, accel_reqs, selections, tolerations) -> None:
+    """The compute.* facts of one workload, when it shows an accelerator signal."""
+    signal = accel_reqs or any(k in _INSTANCE_KEYS + _ACCEL_KEYS for _, k, _, _ in selections)
+    if not (wl.compute and signal):
+        return
+    keys = [k for _, k, _, _ in selections] + [t.get("key") for _, t in tolerations] + [n for _, n, _ in accel_reqs]
+    tattrs = dict(wl.attrs)
+    for _, k, v, _ in selections:
+        if k == "cloud.google.com/machine-family":
+            tattrs["machine_family"] = v
+        if k in _INSTANCE_KEYS and isinstance(v, str) and v.startswith("ml."):
+            keys.append(_HYPERPOD)  # SageMaker HyperPod nodes carry their ml.* instance type
+    if any(isinstance(k, str) and k.startswith(_HYPERPOD) for k in keys):
+        tattrs["hyperpod"] = True
+    sink.add("compute.target", {"source": "kubernetes", "provider": _provider(keys), "resource": wl.resource,
+                                "role": _role(sink, wl, containers)}, wl.anchor, wl.target, attrs=tattrs)
+    _pod_compute(sink, wl, gpu_reqs, accel_reqs, selections, tolerations)
+
+
+def _container_env(sink: FactSink, cpath: tuple, c: dict, target: str, cname: str | None) -> None:
+    for i, item in enumerate(as_list(c.get("env"))):
+        item = as_dict(item)
+        if not isinstance(item.get("name"), str):
+            continue
+        value = None if "valueFrom" in item else env_value(item.get("value"))
+        sink.add("env", {"name": item["name"], "value": value}, cpath + ("env", i), target,
+                 key=dotted(cpath + ("env", item["name"])), attrs={"container": cname})
 
 
 _EXEC_PROGRAMS = {"python", "python3", "torchrun", "accelerate", "deepspeed", "mpirun", "srun", "bash", "sh"}
@@ -592,6 +650,56 @@ def _pod_compute(sink: FactSink, wl: _Workload, gpu_reqs, accel_reqs, selections
     elif gpu_reqs:
         sink.add("compute.efa", 0, gpu_reqs[0][0], target, key=dotted(gpu_reqs[0][0][:-1] + (_EFA,)),
                  attrs={"absent": True})
+
+
+# --------------------------------------------------------------------------- Kubeflow Trainer TrainJob
+
+
+def _trainjob_pods(doc: Doc, spec: tuple) -> list[tuple]:
+    """PodSpec-shaped overrides of the trainer's pods: runtimePatches (current API),
+    podTemplateOverrides and podSpecOverrides (earlier v2 releases)."""
+    out = []
+    for i, patch in enumerate(as_list(doc.get(spec + ("runtimePatches",)))):
+        jobs = spec + ("runtimePatches", i, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+        for j, rj in enumerate(as_list(doc.get(jobs))):
+            if isinstance(rj, dict) and rj.get("name") in ("node", None):
+                out.append(jobs + (j, "template", "spec", "template", "spec"))
+    for key, inner in (("podTemplateOverrides", ("spec",)), ("podSpecOverrides", ())):
+        for i, over in enumerate(as_list(doc.get(spec + (key,)))):
+            names = [as_dict(t).get("name") for t in as_list(as_dict(over).get("targetJobs"))]
+            if isinstance(over, dict) and (not names or "node" in names or "trainer" in names):
+                out.append(spec + (key, i) + inner)
+    return out
+
+
+def _read_trainjob(sink: FactSink, base: tuple, name: str, target: str) -> None:
+    """``TrainJob`` (trainer.kubeflow.org): ``spec.trainer`` holds the node count, the
+    resources of each node, the image and command; the runtime it names
+    (``runtimeRef``) supplies the rest, so its name is kept on the target."""
+    doc = sink.doc
+    spec = base + ("spec",)
+    tp = spec + ("trainer",)
+    trainer = as_dict(doc.get(tp))
+    ref = as_dict(doc.get(spec + ("runtimeRef",)))
+    attrs: dict = {}
+    if isinstance(ref.get("name"), str):
+        attrs["runtime_ref"] = {"kind": ref.get("kind") if isinstance(ref.get("kind"), str) else "ClusterTrainingRuntime",
+                                "name": ref["name"]}
+    per_node = trainer.get("numProcPerNode")
+    if isinstance(per_node, (int, str)) and not isinstance(per_node, bool):
+        attrs["num_proc_per_node"] = per_node
+    raw = trainer.get("numNodes")
+    wl = _Workload(target, f"TrainJob/{name}", spec, base + ("metadata", "name"), _TRAINING,
+                   as_int(raw) if raw is not None else None, tp + ("numNodes",) if raw is not None else None,
+                   attrs=attrs)
+    gpu_reqs = _resource(tp, trainer, _GPU_RESOURCES, "resourcesPerNode")
+    accel_reqs = _resource(tp, trainer, _ACCEL_RESOURCES, "resourcesPerNode")
+    pods = _trainjob_pods(doc, spec)
+    selections = [s for pod in pods for s in _selections(sink, pod)]
+    tolerations = [t for pod in pods for t in _tolerations(sink, pod)]
+    _compute(sink, wl, [(tp, trainer)], gpu_reqs, accel_reqs, selections, tolerations)
+    _container_env(sink, tp, trainer, target, "node")
+    _container_launches(sink, tp, trainer, target, "node")
 
 
 # --------------------------------------------------------------------------- Karpenter
