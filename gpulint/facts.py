@@ -145,11 +145,26 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
                                        nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
                                        num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR)},
-         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc ...; "
+         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer ...; "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
+         "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
+         "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "
+         "script the dvc.yaml (\"dvc.yaml\" of the working folder), stage or null for the whole pipeline; "
+         "hyperpodrun reads as torchrun; wrapper tool srun|mpirun|mpiexec|ray; "
          "tool-specific keys: accelerate multi_gpu/use_deepspeed/use_fsdp, deepspeed hostfile, skypilot managed/use_spot/"
-         "accelerators/instance_type, dvc stage.")
-register("env", "launcher", _obj(("name",), name=STR, value=OPT_STR), "An environment variable set by a launcher, container, task or image.")
+         "accelerators/instance_type, dvc stage, sagemaker distributed (ModelTrainer torchrun|mpi). "
+         "attrs: flags {flag: [line, column]}; overridable {script|module|flag as written: VAR} (the literal default of "
+         "${VAR:-...}/${VAR:=...}, VAR not set in the script: the caller's environment may override it); relative_to "
+         "launcher (built from $(dirname \"$0\"): relative to the launcher's folder only) or, for Terraform file(), "
+         "module|root|cwd; unknown_prefix \"$WRAPPER\" (an unresolved word runs first: a profiler, or echo); attribute "
+         "(the Terraform boot-script attribute: user_data, custom_data, metadata.startup-script ...); via file|filebase64|"
+         "templatefile|template_file|SourceCode.command; template_vars; cloud_init runcmd; stage/wdir/foreach/matrix "
+         "(dvc.yaml); phase (SkyPilot); container (Kubernetes).")
+register("env", "launcher", _obj(("name",), name=STR, value=OPT_STR),
+         "An environment variable set by a launcher, container, task or image. attrs: exported, conditional (set inside "
+         "if/loop/case), scope command (set by the launching command itself, same target), overridable VAR (the value is "
+         "${VAR:-default}'s default), script_dir (a path relative to the script's folder; value null: absolute at run "
+         "time), attribute (Terraform boot script), instruction ENV|make.")
 
 # -- configs ------------------------------------------------------------------------------------
 register("config.accelerate", "config", _obj(mixed_precision=OPT_STR, num_machines=_or(OPT_INT, STR), num_processes=_or(OPT_INT, STR),
@@ -167,9 +182,13 @@ register("config.hf_args", "config", _t("object"),
 _TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
 register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
          "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex; provider aws|gcp|azure|null; "
-         "role training|serving|notebook|null (what the infrastructure names it for).", targeted=True)
-register("compute.instance_type", "compute", _or(_t("string", "null"), REF), "An instance type as written (SageMaker ml. names included).",
-         targeted=True)
+         "role training|serving|notebook|null (what the infrastructure names it for). attrs include runtime_ref {kind, name} "
+         "and num_proc_per_node (Kubeflow Trainer TrainJob), replicated_job (TrainingRuntime), nproc_per_node "
+         "(HyperPodPyTorchJob), hyperpod (SageMaker HyperPod nodes: ml.* instance types, sagemaker.amazonaws.com/ labels), "
+         "sdk ModelTrainer.", targeted=True)
+register("compute.instance_type", "compute", _or(_t("string", "null"), REF),
+         "An instance type as written (SageMaker ml. names included; local for SageMaker local mode; attrs.default: the "
+         "platform's documented default, e.g. ModelTrainer without compute runs on ml.m5.xlarge).", targeted=True)
 register("compute.accelerator", "compute", _obj(("type",), type=_t("string"), count=_or(OPT_INT, REF, STR)),
          "An accelerator request ({type: A100|nvidia-tesla-a100|..., count}).", targeted=True)
 register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand (attrs: on_demand_fallback, default, via).",
