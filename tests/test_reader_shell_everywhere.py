@@ -271,3 +271,13 @@ def test_skypilot_run_bash_script_and_container_bash_script():
             "          resources:\n            limits:\n              nvidia.com/gpu: 8\n")
     k8s = [f for f in read_kubernetes(load_documents(text), "job.yaml") if f.kind == "launch"]
     assert [(f.value["tool"], f.value["script"], f.target) for f in k8s] == [("shell", "run.sh", "Job/t")]
+
+
+def test_launcher_after_a_wrapper_executable_under_srun():
+    launch = shell_launch("srun -l /fsx/tools/nsys-exec torchrun --nnodes 2 --nproc_per_node 8 train.py\n")
+    assert launch.value["tool"] == "torchrun" and launch.value["wrapper"]["tool"] == "srun"
+
+
+def test_launcher_after_an_unknown_prefix_word_is_marked():
+    launch = shell_launch('$MAYBE_COMPILE torchrun --nnodes 2 train.py\n')
+    assert launch.value["script"] == "train.py" and launch.attrs["unknown_prefix"] == "$MAYBE_COMPILE"

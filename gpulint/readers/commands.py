@@ -50,6 +50,7 @@ class Launch:
     flags: dict = field(default_factory=dict)  # flag as written -> Word of the flag
     env: list = field(default_factory=list)  # (name, value|None, Word) set by the command itself
     more: list = field(default_factory=list)  # further launches of the same command (`bash -c "a && b"`)
+    prefix: str = ""  # an unresolved word run before the launcher (`$WRAPPER torchrun ...`)
     words: list = field(default_factory=list)  # the command's words after prefixes (for provenance)
 
 
@@ -564,6 +565,8 @@ def _wrapped(words: list[Word], parser, variables: dict | None = None) -> Launch
     if k is None:
         return None
     inner = parse_words(words[k:], variables)
+    if inner is None and "/" in words[k].text and k + 1 < len(words) and _is_tool_word(words[k + 1]):
+        inner = parse_words(words[k + 1:], variables)  # `srun /fsx/profile-wrapper torchrun ...`
     if inner is None:
         return None
     for one in [inner] + list(inner.more):
@@ -740,6 +743,11 @@ def parse_words(words: list[Word], variables: dict | None = None) -> Launch | No
         m = _ASSIGN.match(words[0].text)
         env.append((m.group(1), m.group(2), words[0]))
         words = words[1:]
+    prefix = ""
+    if words and not words[0].known and len(words) > 1 and words[1].known and _is_tool_word(words[1]) \
+            and not _SHELL_FILE.search(_base(words[1])):
+        # `$MAYBE_COMPILE torchrun ...`: a prefix command decided at run time, then a launcher
+        prefix, words = words[0].text, words[1:]
     if not words or not words[0].known:
         return None
     b = _base(words[0])
@@ -769,6 +777,7 @@ def parse_words(words: list[Word], variables: dict | None = None) -> Launch | No
         launch = None
     if launch is not None:
         launch.env = env + launch.env
+        launch.prefix = launch.prefix or prefix
         if not launch.words:
             launch.words = all_words
         for more in launch.more:

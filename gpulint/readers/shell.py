@@ -891,6 +891,8 @@ def launch_provenance(launch) -> dict:
             over[flag] = vw.default_of
     if over:
         out["overridable"] = over
+    if launch.prefix:
+        out["unknown_prefix"] = launch.prefix  # it may wrap the launcher (a profiler) or not run it (echo)
     return out
 
 
