@@ -281,3 +281,23 @@ def test_launcher_after_a_wrapper_executable_under_srun():
 def test_launcher_after_an_unknown_prefix_word_is_marked():
     launch = shell_launch('$MAYBE_COMPILE torchrun --nnodes 2 train.py\n')
     assert launch.value["script"] == "train.py" and launch.attrs["unknown_prefix"] == "$MAYBE_COMPILE"
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("composer scripts/train/train.py scripts/train/yamls/pretrain/gpt2.yaml max_seq_len=2048",
+     {"tool": "composer", "script": "scripts/train/train.py", "nproc_per_node": None, "nnodes": None}),
+    ("composer -n 8 --world_size 16 train.py cfg.yaml",
+     {"tool": "composer", "script": "train.py", "nproc_per_node": 8, "nnodes": 2}),
+])
+def test_composer_launcher(line, expected):
+    launch = shell_launch(line + "\n")
+    assert {k: launch.value[k] for k in expected} == expected
+
+
+def test_ray_job_submit_entrypoint_in_its_working_dir():
+    launch = shell_launch('ray job submit --no-wait --working-dir ./src -- python train.py --epochs 2\n')
+    assert launch.value["tool"] == "python" and launch.value["script"] == "src/train.py"
+    assert launch.value["wrapper"]["tool"] == "ray"
+    remote = shell_launch('ray job submit --working-dir s3://bucket/code.zip -- torchrun train.py\n')
+    assert remote.value["script"] is None  # the code is not in this repository
+    assert [f for f in read_shell("ray job submit --no-wait train.py\n", "r.sh") if f.kind == "launch"] == []

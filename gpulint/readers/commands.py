@@ -117,7 +117,7 @@ def _base(word: Word) -> str:
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _LAUNCHERS = {"torchrun", "hyperpodrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh",
-              "dvc"}
+              "dvc", "composer"}
 _SHELLS = {"bash", "sh", "zsh", "dash", "ash", "ksh"}
 # shell files a command may run by path (`./train.sh`, `scripts/launch.bash`)
 _SHELL_FILE = re.compile(r"\.(sh|bash|zsh|slurm|sbatch)$")
@@ -677,6 +677,69 @@ def _shell_file(words: list[Word], i: int) -> Launch | None:
     return launch
 
 
+# ---------------------------------------------------------------- composer, ray
+
+_COMPOSER_BOOLS = frozenset({"-v", "--verbose", "-m", "--module_mode", "-c", "--command_mode", "--no_python"})
+
+
+def _parse_composer(words: list[Word]) -> Launch | None:
+    """MosaicML's `composer [-n NPROC] [--world_size N] script.py ...` launcher (torchrun-like)."""
+    opts, i = _scan_options(words, 1, bools=_COMPOSER_BOOLS)
+    value = empty_launch("composer")
+    launch = Launch(value, words[0])
+    world = None
+    module = False
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key in ("n", "nproc"):
+            value["nproc_per_node"] = _int(val)
+        elif key == "world_size":
+            world = _int(val)
+        elif key in ("m", "module_mode"):
+            module = True
+        else:
+            continue
+        launch.flags[name] = fw
+    if world is not None and value["nproc_per_node"] and world % value["nproc_per_node"] == 0:
+        value["nnodes"] = world // value["nproc_per_node"]
+    if i >= len(words):
+        return None
+    value["module" if module else "script"] = _str(words[i])
+    _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+def _parse_ray(words: list[Word], variables: dict | None) -> Launch | None:
+    """`ray job submit [options] -- <entrypoint>`: the entrypoint runs on the Ray cluster,
+    in ``--working-dir`` when that is a local folder."""
+    if [w.text for w in words[1:3]] != ["job", "submit"]:
+        return None
+    try:
+        sep = next(k for k, w in enumerate(words) if w.known and w.text == "--")
+    except StopIteration:
+        return None
+    workdir = None
+    for k in range(3, sep):
+        t = words[k].text
+        if t in ("--working-dir", "--working_dir") and k + 1 < sep:
+            workdir = words[k + 1] if words[k + 1].known else Word("", known=False)
+        elif t.startswith(("--working-dir=", "--working_dir=")):
+            workdir = words[k].shifted(t.split("=", 1)[1], len(t.split("=", 1)[0]) + 1)
+    inner = parse_words(words[sep + 1:], variables)
+    if inner is None:
+        return None
+    for one in [inner] + list(inner.more):
+        v = one.value
+        if v.get("wrapper") is None:
+            v["wrapper"] = {"tool": "ray", "nodes": None, "ntasks": None, "ntasks_per_node": None, "gpus_per_node": None}
+        script = v.get("script")
+        if workdir is not None and isinstance(script, str) and not script.startswith("/"):
+            local = workdir.known and "://" not in workdir.text
+            v["script"] = posixpath.normpath(posixpath.join(workdir.text, script)) if local else None
+        one.head = words[0]
+    return inner
+
+
 # ---------------------------------------------------------------- dvc
 
 _DVC_VALUE_FLAGS = {"-S", "--set-param", "-n", "--name", "-j", "--jobs", "-m", "--message", "-C", "--copy-paths",
@@ -769,6 +832,10 @@ def parse_words(words: list[Word], variables: dict | None = None) -> Launch | No
         launch = _parse_shell(words, variables)
     elif b == "dvc":
         launch = _parse_dvc(words)
+    elif b == "composer":
+        launch = _parse_composer(words)
+    elif b == "ray":
+        launch = _parse_ray(words, variables)
     elif _SHELL_FILE.search(b) and "=" not in words[0].text:
         launch = _shell_file(words, 0)  # `./train.sh --nodes 2`: the file runs itself
         if launch is not None:
