@@ -133,3 +133,22 @@ def test_star_kwargs_make_values_unknown():
         """))
     assert [f.value for f in got["compute.capacity"]] == [None]
     assert got["compute.checkpoint"][0].value["star_kwargs"] is True
+
+
+def test_notebook_style_reassignments_use_the_latest_before_each_trainer():
+    out = facts("""
+        from sagemaker.modules.train import ModelTrainer
+        from sagemaker.modules.configs import Compute, SourceCode
+        source_code = SourceCode(command="echo hi")
+        trainer = ModelTrainer(training_image="i", source_code=source_code)
+        source_code = SourceCode(source_dir="scripts", entry_script="train.py")
+        compute = Compute(instance_type="ml.p4d.24xlarge", instance_count=1)
+        trainer = ModelTrainer(training_image="i", source_code=source_code, compute=compute)
+        """)
+    got = by_kind(out)
+    assert [f.target for f in got["compute.target"]] == ["ModelTrainer@trainer", "ModelTrainer@trainer#2"]
+    its = {f.target: f.value for f in got["compute.instance_type"]}
+    assert its == {"ModelTrainer@trainer": "ml.m5.xlarge", "ModelTrainer@trainer#2": "ml.p4d.24xlarge"}
+    [launch] = [f for f in got["launch"] if f.target == "ModelTrainer@trainer#2"]
+    assert launch.value["script"] == "scripts/train.py"
+    assert not [f for f in got["launch"] if f.target == "ModelTrainer@trainer"]  # `echo hi` launches nothing

@@ -764,9 +764,18 @@ def _models(f: _Facts) -> None:
             f.add("optimizer", {"name": name, "qualname": q}, c.node, q)
 
 
+def _unique_target(f: _Facts, target: str) -> str:
+    """Two jobs of one file assigned to the same name are two compute targets."""
+    used = {x.target for x in f.out if x.kind == "compute.target"}
+    out, n = target, 2
+    while out in used:
+        out, n = f"{target}#{n}", n + 1
+    return out
+
+
 def _sagemaker(f: _Facts) -> None:
     for c in f.ix.calls_to(*SAGEMAKER_ESTIMATORS):
-        target = f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}"
+        target = _unique_target(f, f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}")
         values = {}
         for key in ("instance_type", "instance_count", "use_spot_instances", "max_wait", "max_run", "checkpoint_s3_uri",
                     "checkpoint_local_path", "entry_point", "source_dir", "distribution", "environment", "hyperparameters"):
@@ -845,9 +854,12 @@ def _config_call(f: _Facts, call: Call, kw: str, *names: str) -> Call | None:
     name first; ``names`` are class names of the SageMaker config modules."""
     node = call.kwarg(kw)
     if isinstance(node, cst.Name):
+        # the assignment that runs last before the call (notebooks reassign `compute = ...` cell by cell)
+        line = f.src.node_loc(call.node).line
         assigns = [a for a in f.ix.assigns if a.target == node.value and a.scope in (call.scope, "")]
         local = [a for a in assigns if a.scope == call.scope] or assigns
-        node = local[-1].value if len(local) == 1 or (local and all(a.value is local[0].value for a in local)) else None
+        before = [a for a in local if f.src.node_loc(a.node).line <= line]
+        node = before[-1].value if before else None
     if not isinstance(node, cst.Call):
         return None
     by_node = next((c for c in f.ix.calls if c.node is node), None)
@@ -861,7 +873,7 @@ def _sagemaker_model_trainer(f: _Facts) -> None:
     """ModelTrainer(compute=Compute(...), source_code=SourceCode(...), ...): the same
     compute facts as an estimator, and a launch of the entry script or command."""
     for c in f.ix.calls_to(*MODEL_TRAINERS):
-        target = f"ModelTrainer@{c.assigned_to or 'trainer'}"
+        target = _unique_target(f, f"ModelTrainer@{c.assigned_to or 'trainer'}")
         loc = f.src.node_loc(c.node)
         star = c.has_star_kwargs
 
