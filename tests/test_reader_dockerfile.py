@@ -189,3 +189,9 @@ def test_malformed_never_raises(text):
 def test_binary_raises_read_error():
     with pytest.raises(ReadError):
         read_dockerfile("FROM x\x00", "Dockerfile")
+
+
+def test_shell_instruction_is_read_not_dispatched_to_a_helper():
+    text = 'FROM ubuntu\nSHELL ["/bin/bash", "-c"]\nENV NCCL_DEBUG=INFO\nCMD torchrun --nproc_per_node 8 train.py\n'
+    [launch] = launches(text)
+    assert launch.value["tool"] == "torchrun" and env(text) == {"NCCL_DEBUG": "INFO"}

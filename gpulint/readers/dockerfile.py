@@ -106,7 +106,9 @@ class _Reader:
 
     def run(self, text: str) -> list[Fact]:
         for ins in _instructions(text):
-            getattr(self, "_" + ins.name.lower(), lambda _i: None)(ins)
+            handler = _HANDLED.get(ins.name)  # only instructions: `SHELL` must not reach a helper method
+            if handler is not None:
+                getattr(self, handler)(ins)
         if not self.stages:
             return []
         final = self.stages[-1]
@@ -209,6 +211,9 @@ class _Reader:
 
     def _shell_launch(self, ins: _Instr, env_vars: dict) -> list[Fact]:
         return ShellScanner(self.path, env_vars).feed(ins.args, ins.line, ins.column)
+
+
+_HANDLED = {"FROM": "_from", "ARG": "_arg", "ENV": "_env", "ENTRYPOINT": "_entrypoint", "CMD": "_cmd"}
 
 
 def read_dockerfile(text: str, path: str) -> list[Fact]:
