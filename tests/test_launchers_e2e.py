@@ -1,15 +1,13 @@
 """Launchers real repositories use, end to end: small repositories scanned with the
 real readers and linker (and the CLI for `gpulint workloads`).
 
-Cases that need the linker to follow a launch of a shell file or a DVC pipeline
-to the launches inside it are strict xfails, to be flipped when it does.
+Some cases need the linker to follow a launch of a shell file or a DVC pipeline
+to the launches inside it (the reader says "this runs that file").
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
 
 from conftest import run_cli
 from gpulint.testing import scan_tree, write_tree
@@ -25,9 +23,6 @@ for _ in range(10):
     opt.step()
 torch.save(model.state_dict(), "/opt/ml/checkpoints/model.pt")
 """
-
-NEEDS_LINKER = pytest.mark.xfail(strict=True, reason="needs the linker to follow shell/dvc launches")
-
 
 def workloads(tmp_path: Path, files: dict[str, str]) -> dict:
     write_tree(tmp_path, files)
@@ -53,8 +48,7 @@ def test_terraform_user_data_heredoc_links_its_compute(tmp_path):
     assert [l.value["tool"] for l in wl.launchers] == ["torchrun"]
 
 
-def test_terraform_user_data_file_still_pairs_the_only_compute(tmp_path):
-    # the compute's only launch is a shell file; until the linker follows it, repo pairing still applies
+def test_terraform_user_data_file_links_the_only_compute(tmp_path):
     wls = workloads(tmp_path, {
         "train.py": TRAIN,
         "infra/main.tf": tf_instance("trainer", "p4d.24xlarge", '  user_data = file("${path.module}/boot.sh")\n'),
@@ -63,7 +57,6 @@ def test_terraform_user_data_file_still_pairs_the_only_compute(tmp_path):
     assert wls["train.py"].compute.id == "infra/main.tf#aws_instance.trainer"
 
 
-@NEEDS_LINKER
 def test_terraform_user_data_file_links_through_the_shell_file(tmp_path):
     wls = workloads(tmp_path, {
         "train.py": TRAIN,
@@ -92,7 +85,6 @@ spec:
 """
 
 
-@NEEDS_LINKER
 def test_kubernetes_container_running_a_shell_file(tmp_path):
     wls = workloads(tmp_path, {
         "train.py": TRAIN,
@@ -136,7 +128,6 @@ def test_dvc_stage_links_its_script(tmp_path):
     assert launch.loc.path == "dvc.yaml" and launch.attrs["stage"] == "train"
 
 
-@NEEDS_LINKER
 def test_skypilot_dvc_exp_run_links_the_task_compute(tmp_path):
     wls = workloads(tmp_path, {
         "src/train.py": TRAIN,
@@ -159,7 +150,7 @@ def test_sagemaker_model_trainer_links_its_entry_script(tmp_path):
     })
     wl = wls["src/train.py"]
     assert wl.compute is not None and wl.compute.id == "launch.py#ModelTrainer@trainer"
-    assert wl.resolved.get("compute", {}).get("nodes") == 2
+    assert wl.resolution.compute.nodes == 2
 
 
 def test_trainjob_links_its_script(tmp_path):
