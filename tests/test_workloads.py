@@ -204,9 +204,9 @@ def test_terraform_gcp():
     assert res["checkpoint"] == {"saves": ["torch.save at train.py:46"],
                                  "resumes": ["load_state_dict at train.py:35", "load_state_dict at train.py:36"]}
     assert wl["env"] == []
-    assert "launcher: scripts/startup.sh:5 runs train.py" in wl["links"]
-    assert ("repo: infra/compute.tf#google_compute_instance.trainer is the only GPU compute target and train.py "
-            "the only training workload without one") in wl["links"]
+    # the VM's metadata_startup_script = file(...) runs scripts/startup.sh, which runs train.py
+    assert wl["links"] == ["launcher: infra/compute.tf:35 runs scripts/startup.sh; scripts/startup.sh:5 runs train.py",
+                           "compute: infra/compute.tf#google_compute_instance.trainer runs the launcher chain"]
     assert not any("google_container" in l for l in wl["links"] + wl["unknown"])
     assert wl["unknown"] == ["model size: 'timm/vit_large_patch16_224' is not a known model and carries no size hint; "
                              "add it under [tool.gpulint.models]"]
@@ -217,9 +217,9 @@ AZ_VMSS = "infra/main.tf#azurerm_linux_virtual_machine_scale_set.trainer"
 AZ_AKS = "infra/aks.tf#azurerm_kubernetes_cluster_node_pool.inference"
 
 
-def test_terraform_azure_pairs_the_training_scale_set_without_a_pin():
-    # the AKS GPU pool serves inference: it is not offered to a training workload, so the scale set is
-    # the only GPU compute target left and pairs without a pin
+def test_terraform_azure_links_the_training_scale_set_through_its_custom_data():
+    # the scale set's custom_data = filebase64(...) runs scripts/node.sh, which runs asr/train.py (the AKS
+    # GPU pool serves inference and is not offered to a training workload anyway)
     wl = only("wl-terraform-azure")
     assert wl["entrypoint"] == "asr/train.py"
     assert wl["code_files"] == ["asr/train.py", "asr/data.py"]
@@ -234,8 +234,8 @@ def test_terraform_azure_pairs_the_training_scale_set_without_a_pin():
     check_price(comp, "Standard_ND96asr_v4", "spot", nodes=2)
     assert wl["links"] == [
         "code: asr/train.py imports asr/data.py",
-        "launcher: scripts/node.sh:8 runs asr/train.py",
-        f"repo: {AZ_VMSS} is the only GPU compute target and asr/train.py the only training workload without one",
+        "launcher: infra/main.tf:21 runs scripts/node.sh; scripts/node.sh:8 runs asr/train.py",
+        f"compute: {AZ_VMSS} runs the launcher chain",
     ]
     assert wl["unknown"] == ["model size: 'openai/whisper-large-v3' is not a known model and carries no size hint; "
                              "add it under [tool.gpulint.models]"]
