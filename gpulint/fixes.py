@@ -725,12 +725,12 @@ DEFAULT_WORKERS = 4
 
 
 def num_workers(fact: Fact) -> Fix | None:
-    """IO001: load batches in worker processes (``num_workers=4``, HF: ``dataloader_num_workers=4``)."""
+    """IO001: load batches in worker processes (``num_workers=4``). HF Trainer loaders are not IO001's
+    (tokenised rows need no workers), so the key is always the DataLoader's."""
     if not _py(fact):
         return None
-    key = "dataloader_num_workers" if fact.value.get("via") == "hf_trainer" else "num_workers"
-    return Fix(f"Set {key}={DEFAULT_WORKERS} (tune it to the CPU cores per GPU)", UNSAFE,
-               (SetKeyword(fact.loc, key, DEFAULT_WORKERS, replace=(0,)),),
+    return Fix(f"Set num_workers={DEFAULT_WORKERS} (tune it to the CPU cores per GPU)", UNSAFE,
+               (SetKeyword(fact.loc, "num_workers", DEFAULT_WORKERS, replace=(0,)),),
                "worker processes need a picklable dataset and collate function, seed their random generators "
                "separately and multiply host memory; code that relies on loading in the main process changes behaviour")
 

@@ -26,6 +26,8 @@ from gpulint.workloads import Workload
 __all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_phrase", "on_gpu", "toy_workload", "training_fact",
            "trains_on_gpu"]
 
+#: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
+TOY_MODEL_PARAMS = 20_000_000
 #: launchers that start one process per GPU
 GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run", "torch.distributed.launch")
 
@@ -58,7 +60,8 @@ def toy_workload(wl: Workload) -> str | None:
     large: such a step is bound by anything but GPU math, so advice about GPU efficiency is informational."""
     toys = [f for f in wl.code_facts("dataset") if f.value.get("toy")]
     model = wl.resolution.model if wl.resolution is not None else None
-    if toys and (model is None or model.params < 100_000_000):
+    named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
+    if toys and (model.params < TOY_MODEL_PARAMS if model is not None else not named):
         return str(toys[0].value.get("name"))
     return None
 

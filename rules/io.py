@@ -152,9 +152,8 @@ for x in loader:
             nw = v.get("num_workers")
             if nw == 0 and not isinstance(nw, bool):
                 how = "num_workers=0" if f.value.get("num_workers_set") else "num_workers is not set (default 0)"
-                what = "HF Trainer's DataLoader" if f.value.get("via") == "hf_trainer" else "DataLoader"
                 yield self.finding(
-                    f.loc, f"{what} feeding GPU training loads batches in the training process: {how}",
+                    f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}",
                     symbol=f"{f.key}", workload=wl.name,
                     cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
                     fix=fixes.num_workers(f),

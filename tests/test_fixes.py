@@ -87,10 +87,6 @@ CASES = [
     ("IO001 num_workers=0", {
         "train.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0, pin_memory=True)\n" + LOOP,
     }, "IO001", True, "train.py", "DataLoader(ds, num_workers=4, pin_memory=True)"),
-    ("IO001 HF Trainer", {
-        "train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='out', bf16=True)\nTrainer(model=m, args=args, train_dataset=ds).train()\n",
-        "infra/main.tf": TF_P4D,
-    }, "IO001", True, "train.py", "TrainingArguments(output_dir='out', bf16=True, dataloader_num_workers=4)"),
     ("NET005 positional gloo", {
         "train.py": "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group(\"gloo\")\nmodel = DDP(model.cuda())\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
     }, "NET005", True, "train.py", 'dist.init_process_group("nccl")'),

@@ -111,7 +111,7 @@ def test_link_on_hand_made_facts():
     tf = Location("infra/main.tf", 1)
     repo = Repo(
         facts={
-            "train.py": [Fact("trains", {"via": "loop"}, loc)],
+            "train.py": [Fact("trains", {"via": "loop"}, loc), Fact("script", {"via": "main_guard"}, Location("train.py", 1))],
             "infra/main.tf": [
                 Fact("compute.target", {"source": "terraform", "provider": "aws", "resource": "aws_instance.t", "role": None},
                      tf, target="aws_instance.t"),
@@ -122,6 +122,9 @@ def test_link_on_hand_made_facts():
     )
     (wl,) = link(repo)
     assert wl.entrypoint == "train.py" and wl.trains
+    # without the 'script' fact the same training code is library code: nothing runs it, no workload
+    library = Repo(facts={**repo.facts, "train.py": repo.facts["train.py"][:1]}, kinds=repo.kinds)
+    assert link(library).workloads == []
     assert wl.compute.id == "infra/main.tf#aws_instance.t"
     assert wl.unknown == ["launcher: nothing in the repository starts this script"]
     # the same repository pinned by a table row keeps the pin as the reason

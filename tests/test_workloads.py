@@ -199,7 +199,7 @@ def test_terraform_gcp():
     accel = facts_of(comp["facts"], "compute.accelerator")
     assert accel == [({"type": "nvidia-tesla-a100", "count": {"ref": "var.gpu_count"}}, "infra/compute.tf:19")]
     res = wl["resolved"]
-    assert "model" not in res  # the timm model is named, but its size is not in the known-model table
+    assert res["model"]["params"] == 304_326_632 and res["model"]["name"] == "timm/vit_large_patch16_224"
     assert res["precision"]["mixed"] is True and res["precision"]["dtypes"] == ["bf16"]
     assert res["checkpoint"] == {"saves": ["torch.save at train.py:46"],
                                  "resumes": ["load_state_dict at train.py:35", "load_state_dict at train.py:36"]}
@@ -208,8 +208,7 @@ def test_terraform_gcp():
     assert wl["links"] == ["launcher: infra/compute.tf:35 runs scripts/startup.sh; scripts/startup.sh:5 runs train.py",
                            "compute: infra/compute.tf#google_compute_instance.trainer runs the launcher chain"]
     assert not any("google_container" in l for l in wl["links"] + wl["unknown"])
-    assert wl["unknown"] == ["model size: 'timm/vit_large_patch16_224' is not a known model and carries no size hint; "
-                             "add it under [tool.gpulint.models]"]
+    assert wl["unknown"] == []
 
 
 # -- Terraform Azure: ND96asr_v4 spot scale set + an inference AKS GPU pool ------------------------
