@@ -176,6 +176,9 @@ def unresolved_reason(wl: dict) -> str | None:
     if any(_instance(c) for c in comps):
         return None
     for c in comps:
+        if c.get("device") == "cpu":
+            return "CPU compute: " + reason_group(str(c.get("device_reason") or "no reason given"))
+    for c in comps:
         for key in ("why_no_instance", "why_unknown", "why_no_price"):
             if c.get(key):
                 return reason_group(str(c[key]))
@@ -189,8 +192,8 @@ def compact_workload(wl: dict) -> dict:
     """What the evaluation keeps of one workload of `gpulint workloads --format json`."""
     comps = []
     for c in computes_of(wl):
-        comps.append({k: c.get(k) for k in ("id", "source", "provider", "capacity", "nodes", "gpus_per_node",
-                                            "why_no_price", "why_no_instance", "why_unknown", "usd_per_hour")
+        comps.append({k: c.get(k) for k in ("id", "source", "provider", "device", "device_reason", "capacity", "nodes",
+                                            "gpus_per_node", "why_no_price", "why_no_instance", "why_unknown", "usd_per_hour")
                       if c.get(k) is not None} | ({"instance": _instance(c)} if _instance(c) else {}))
     return {
         "name": wl.get("name"),
@@ -205,6 +208,7 @@ def compact_workload(wl: dict) -> dict:
 def workload_stats(workloads: list[dict]) -> dict:
     with_compute = sum(1 for w in workloads if computes_of(w))
     resolved = sum(1 for w in workloads if any(_instance(c) for c in computes_of(w)))
+    devices = Counter(str(c.get("device") or "-") for w in workloads for c in computes_of(w)[:1])
     reasons = Counter(r for r in (unresolved_reason(w) for w in workloads) if r)
     tests = sum(1 for w in workloads if in_tests(str(w.get("entrypoint") or w.get("name") or "")))
     roles = Counter(str(w.get("role") or (w.get("resolved") or {}).get("role") or "-") for w in workloads)
@@ -218,6 +222,7 @@ def workload_stats(workloads: list[dict]) -> dict:
         "with_compute": with_compute,
         "resolved": resolved,
         "test_entrypoints": tests,
+        "devices": dict(devices),
         "unresolved_reasons": dict(reasons.most_common()),
         "unresolved_examples": dict(examples),
         "roles": dict(roles),
@@ -540,12 +545,16 @@ def build_record(results: list[dict], labels: list[Label], meta: dict) -> dict:
         f["verdict"] = lab.verdict if lab else None
     total_wl = Counter()
     reasons: Counter = Counter()
+    roles: Counter = Counter()
+    devices: Counter = Counter()
     for r in results:
         r["workload_model"] = workload_stats(r.get("workloads") or [])
         m = r["workload_model"]
         for k in ("workloads", "with_compute", "resolved", "test_entrypoints"):
             total_wl[k] += m[k]
         reasons.update(m["unresolved_reasons"])
+        roles.update(m.get("roles") or {})
+        devices.update(m.get("devices") or {})
     repos = []
     for r in results:
         repos.append({
@@ -561,7 +570,8 @@ def build_record(results: list[dict], labels: list[Label], meta: dict) -> dict:
         "total": {
             "headline": headline(findings),
             "codes": code_table(findings),
-            "workload_model": {**dict(total_wl), "unresolved_reasons": dict(reasons.most_common())},
+            "workload_model": {**dict(total_wl), "roles": dict(roles), "devices": dict(devices),
+                               "unresolved_reasons": dict(reasons.most_common())},
         },
         "labels": {
             "file": meta.get("labels_file"),
@@ -580,6 +590,10 @@ def relabel(record: dict, labels: list[Label], labels_file: str | None) -> dict:
     meta = {k: v for k, v in record.items() if k not in ("repos", "total", "labels", "findings", "record_version")}
     meta["labels_file"] = labels_file
     return build_record(results, labels, meta)
+
+
+def _counts(c: dict | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted((c or {}).items(), key=lambda kv: -kv[1])) or "-"
 
 
 def _table(rows: list[list[Any]], header: list[str]) -> str:
@@ -615,6 +629,7 @@ def render_text(record: dict, per_repo: bool = True, verbose: bool = False) -> s
             out.append(f"   findings {h['findings']}, in tests {h['tests']} (+{h['test_workload_only']} only for test workloads), repeats {h['repeats']}, cross-file {h['cross_file']}, "
                        f"SYS001 error/warning/info {h['SYS001']['error']}/{h['SYS001']['warning']}/{h['SYS001']['info']}, SYS002 {h['SYS002']}")
             out.append(f"   workloads {m['workloads']} ({m['test_entrypoints']} with a test entrypoint), with compute {m['with_compute']}, resolved to an instance {m['resolved']}")
+            out.append(f"   roles {_counts(m.get('roles'))}; compute devices {_counts(m.get('devices'))}")
             for reason, n in m["unresolved_reasons"].items():
                 ex = ", ".join(m.get("unresolved_examples", {}).get(reason, [])[:2])
                 out.append(f"     {n:4d}  {reason}" + (f"   (e.g. {ex})" if verbose and ex else ""))
@@ -627,6 +642,7 @@ def render_text(record: dict, per_repo: bool = True, verbose: bool = False) -> s
     out.append(f"   findings {h['findings']}, in tests {h['tests']} (+{h['test_workload_only']} only for test workloads), repeats {h['repeats']}, cross-file {h['cross_file']}, "
                f"SYS001 error/warning/info {h['SYS001']['error']}/{h['SYS001']['warning']}/{h['SYS001']['info']}, SYS002 {h['SYS002']}")
     out.append(f"   workloads {m.get('workloads', 0)} ({m.get('test_entrypoints', 0)} with a test entrypoint), with compute {m.get('with_compute', 0)}, resolved to an instance {m.get('resolved', 0)}")
+    out.append(f"   roles {_counts(m.get('roles'))}; compute devices {_counts(m.get('devices'))}")
     for reason, n in m["unresolved_reasons"].items():
         out.append(f"     {n:4d}  {reason}")
     out.append("   " + _codes_block(t["codes"]).replace("\n", "\n   "))

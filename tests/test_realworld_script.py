@@ -132,11 +132,15 @@ def test_workload_stats_count_resolved_and_unresolved():
         {"name": "b", "compute": {"id": "x", "why_no_price": "x.yml#job names no instance type"}, "unknown": []},
         {"name": "c", "compute": None, "unknown": ["compute: no launcher, infrastructure file or config names the instance this runs on"]},
         {"name": "d", "computes": [{"resolution": {"instance": "g5.xlarge"}}]},
+        {"name": "tests/test_e.py", "compute": {"id": "nb.ipynb#PyTorch@est", "device": "cpu",
+                                                  "device_reason": "ml.c5.xlarge is a CPU family (c5)"}},
     ]
     s = rw.workload_stats(wls)
-    assert (s["workloads"], s["with_compute"], s["resolved"]) == (4, 3, 2)
+    assert (s["workloads"], s["with_compute"], s["resolved"], s["test_entrypoints"]) == (5, 4, 2, 1)
+    assert s["devices"] == {"-": 3, "cpu": 1}
     assert s["unresolved_reasons"] == {"<where> names no instance type": 1,
-                                       "compute: no launcher, infrastructure file or config names the instance this runs on": 1}
+                                       "compute: no launcher, infrastructure file or config names the instance this runs on": 1,
+                                       "CPU compute: ml.c5.xlarge is a CPU family (...)": 1}
 
 
 def record(findings, repos=("o/r",)):
