@@ -160,9 +160,28 @@ class Repo:
 
     facts: dict[str, list[Fact]]
     kinds: dict[str, str]
+    #: repository files each code file imports, computed once per file (import closures overlap heavily)
+    imports: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _heads: set[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def files_of_kind(self, *kinds: str) -> list[str]:
         return sorted(p for p, k in self.kinds.items() if k in kinds)
+
+    def has_module_head(self, path: str) -> bool:
+        """Could an import resolve at `path` (``pkg`` of ``pkg.mod`` under some folder)? A folder or a
+        ``.py`` file of that name exists: most imports (torch, transformers) are rejected by one lookup."""
+        if self._heads is None:
+            heads: set[str] = set()
+            for p in self.kinds:
+                stem = p[:-3] if p.endswith(".py") else None
+                if stem is not None:
+                    heads.add(stem)
+                d = posixpath.dirname(p)
+                while d and d not in heads:
+                    heads.add(d)
+                    d = posixpath.dirname(d)
+            self._heads = heads
+        return path in self._heads
 
     def all(self, kind: str) -> Iterable[Fact]:
         for path in sorted(self.facts):
@@ -230,6 +249,13 @@ def _resolve_config(path: str | None, near: str, repo: Repo) -> str | None:
 def _local_modules(path: str, repo: Repo) -> list[str]:
     """Repository files a code file imports (absolute imports from the repo root
     or the file's folder, and relative imports)."""
+    known = repo.imports.get(path)
+    if known is None:
+        known = repo.imports[path] = _find_local_modules(path, repo)
+    return known
+
+
+def _find_local_modules(path: str, repo: Repo) -> list[str]:
     out = []
     here = posixpath.dirname(path)
     for f in repo.facts.get(path, []):
@@ -253,7 +279,10 @@ def _local_modules(path: str, repo: Repo) -> list[str]:
                 b = posixpath.dirname(b)
         if not mod:
             continue
+        head = mod.split(".", 1)[0]
         for b in bases:
+            if not repo.has_module_head(posixpath.normpath(posixpath.join(b, head))):
+                continue
             for cand in _module_to_paths(mod, b):
                 if cand in repo.kinds and cand != path:
                     out.append(cand)
