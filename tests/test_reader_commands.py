@@ -253,3 +253,27 @@ def test_parse_command_never_raises_on_odd_input():
     for argv in ([], [""], ["--"], ["torchrun", "--nnodes"], ["srun", "-N"], ["deepspeed"], ["accelerate"],
                  ["python", "-m"], ["mpirun", "-x"], ["sky", "jobs"], ["bash", "-c"], ["env"], ["$PYTHON", "x.py"]):
         parse_command(argv)
+
+
+# ------------------------------------------------------------------ ASGI/WSGI application servers
+
+@pytest.mark.parametrize("line,tool,module", [
+    ("uvicorn serve.app:app --host 0.0.0.0 --port 8080", "uvicorn", "serve.app"),
+    ("gunicorn -k uvicorn.workers.UvicornWorker -b 0.0.0.0:80 app:api", "gunicorn", "app"),
+    ("gunicorn --bind=0.0.0.0:8000 --workers 2 wsgi:application", "gunicorn", "wsgi"),
+    ("python -m uvicorn --app-dir src main:app", "uvicorn", "src.main"),
+    ("uvicorn --factory pkg.server:create_app()", "uvicorn", "pkg.server"),
+    ("hypercorn asgi:app --bind 0.0.0.0:9000", "hypercorn", "asgi"),
+])
+def test_app_server_runs_its_application_module(line, tool, module):
+    v = launch(line)
+    assert (v["tool"], v["module"], v["script"]) == (tool, module, None)
+
+
+@pytest.mark.parametrize("line", [
+    "gunicorn --bind localhost:8000",  # no application named
+    "uvicorn $APP --port 80",  # decided at run time
+    "gunicorn -b 127.0.0.1:8000 -k gevent",
+])
+def test_app_server_without_an_application_is_not_a_launch(line):
+    assert launch(line) is None

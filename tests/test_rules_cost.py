@@ -69,6 +69,9 @@ def test_fp32_serving_and_autograd_left_on():
     doc = scan(FIXTURES / "inf-fp32-server")
     assert found(doc) == [("INF001", "serve/app.py", 6), ("INF002", "serve/app.py", 6)]
     assert not [f for f in doc["findings"] if f["code"].startswith(("AMP", "IO", "SPOT", "NET"))]
+    # the Deployment's `uvicorn serve.app:app` is the launcher: the server is linked to its compute by it
+    (wl,) = doc["workloads"]
+    assert "launcher: k8s/scorer.yaml:20 runs serve/app.py" in wl["links"]
 
 
 def test_inference_in_bf16_under_inference_mode_is_silent(tmp_path):

@@ -117,7 +117,10 @@ def _base(word: Word) -> str:
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _LAUNCHERS = {"torchrun", "hyperpodrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh",
-              "dvc", "composer"}
+              "dvc", "composer", "uvicorn", "gunicorn", "hypercorn"}
+#: ASGI/WSGI servers: they run the application named `module:attribute`
+_APP_SERVERS = {"uvicorn", "gunicorn", "hypercorn"}
+_APP = re.compile(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*(\(.*\))?$")
 _SHELLS = {"bash", "sh", "zsh", "dash", "ash", "ksh"}
 # shell files a command may run by path (`./train.sh`, `scripts/launch.bash`)
 _SHELL_FILE = re.compile(r"\.(sh|bash|zsh|slurm|sbatch)$")
@@ -271,6 +274,8 @@ def _parse_module(words: list[Word], i: int) -> Launch | None:
         return _parse_accelerate_opts(rest, 1)
     if mod in ("deepspeed.launcher.runner", "deepspeed"):
         return _parse_deepspeed(rest)
+    if mod in _APP_SERVERS:
+        return _parse_app_server(rest, mod)
     top = mod.split(".")[0]
     if mod in _NOT_TRAINING_MODULES or top in {"pip", "pytest", "venv", "unittest", "http", "json"}:
         return None
@@ -279,6 +284,32 @@ def _parse_module(words: list[Word], i: int) -> Launch | None:
     launch = Launch(value, words[0])
     _script_args(value, words[i + 1:], launch.flags)
     return launch
+
+
+def _parse_app_server(words: list[Word], tool: str | None = None) -> Launch | None:
+    """``uvicorn serve.app:app --port 8080``, ``gunicorn -k uvicorn.workers.UvicornWorker app:api``,
+    ``python -m uvicorn ...``: the application module is what runs (``--app-dir``/``--chdir`` is
+    the folder it is imported from). Bind addresses (``0.0.0.0:8000``) never match an application."""
+    app_dir = None
+    for j, w in enumerate(words[1:], start=1):
+        t = w.text
+        if not w.known:
+            continue
+        if t in ("--app-dir", "--chdir") and j + 1 < len(words) and words[j + 1].known:
+            app_dir = words[j + 1].text
+            continue
+        if t.startswith(("--app-dir=", "--chdir=")):
+            app_dir = t.split("=", 1)[1]
+            continue
+        m = _APP.match(t)
+        if m and not t.startswith("-") and (j == 1 or words[j - 1].text not in ("-k", "--worker-class", "-b", "--bind")):
+            module = m.group(1)
+            if app_dir and not app_dir.startswith(("/", "$")) and app_dir.strip("./"):
+                module = app_dir.strip("./").replace("/", ".") + "." + module
+            value = empty_launch(tool or _base(words[0]))
+            value["module"] = module
+            return Launch(value, words[0])
+    return None
 
 
 # ---------------------------------------------------------------- torchrun
@@ -836,6 +867,8 @@ def parse_words(words: list[Word], variables: dict | None = None) -> Launch | No
         launch = _parse_composer(words)
     elif b == "ray":
         launch = _parse_ray(words, variables)
+    elif b in _APP_SERVERS:
+        launch = _parse_app_server(words)
     elif _SHELL_FILE.search(b) and "=" not in words[0].text:
         launch = _shell_file(words, 0)  # `./train.sh --nodes 2`: the file runs itself
         if launch is not None:
