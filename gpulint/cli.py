@@ -67,8 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--config", type=Path, help="configuration file (default: looked up from the scanned path)")
     scan.add_argument("--baseline", type=Path, help="report only findings not recorded in this baseline")
     scan.add_argument("--write-baseline", type=Path, help="record today's findings in this baseline file")
-    scan.add_argument("--no-cache", action="store_true", help="accepted for forward compatibility: gpulint keeps no result cache yet")
-    scan.add_argument("--jobs", "-j", type=int, default=1, help="parse and extract facts in N worker processes (default 1)")
+    scan.add_argument("--no-cache", action="store_true",
+                      help="neither read nor write the per-file result cache (.gpulint_cache at the project root, or $GPULINT_CACHE_DIR)")
+    scan.add_argument("--jobs", "-j", type=int, default=0,
+                      help="parse and extract facts in N worker processes (default 0: one per usable CPU)")
     scan.add_argument("--show-guidance", action="store_true", help="text format: guidance and cost under each finding")
     scan.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                       help="colour the text format: auto (default: on a terminal, FORCE_COLOR forces it, NO_COLOR turns it off)")
@@ -96,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     facts = sub.add_parser("facts", help="the fact vocabulary: what readers say about files, and rules read")
     facts.add_argument("--format", choices=["markdown", "json"], default="markdown")
+
+    clean = sub.add_parser("clean", help="remove the result cache (.gpulint_cache at the project root, or $GPULINT_CACHE_DIR)")
+    clean.add_argument("path", nargs="?", default=".", help="a path inside the project (default: .)")
 
     sub.add_parser("lsp", help="a Language Server Protocol server over stdio")
 
@@ -174,6 +179,54 @@ def _color(args) -> bool:
     return args.output is None and sys.stdout.isatty()
 
 
+class _Progress:
+    """Files done / total on standard error (tqdm), shown only on a terminal and only once the
+    scan has run for a second; ``--quiet``, a pipe or standard input show nothing."""
+
+    def __init__(self):
+        from tqdm import tqdm
+
+        delay = float(os.environ.get("GPULINT_PROGRESS_DELAY") or 1.0)  # seconds before it shows (tests set 0)
+        self.bar = tqdm(total=0, unit="file", desc="gpulint", file=sys.stderr, delay=delay, leave=False,
+                        dynamic_ncols=True, mininterval=0.2)
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar.total != total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _progress_bar(args, from_stdin: bool) -> _Progress | None:
+    if args.quiet or from_stdin or not sys.stderr.isatty() or os.environ.get("GPULINT_NO_PROGRESS"):
+        return None
+    try:
+        return _Progress()
+    except ImportError:  # tqdm is a dependency; a vendored install without it still scans
+        return None
+
+
+def cmd_clean(args, host: PluginHost) -> int:
+    from gpulint import cache
+    from gpulint.engine import Scanner
+
+    start = Path(args.path)
+    if not start.exists():
+        print(f"gpulint: {start}: no such file or directory", file=sys.stderr)
+        return EXIT_ERROR
+    cfg = _config(args, start, host)
+    root = Scanner(host, cfg)._project_root(Path(os.path.realpath(start)))
+    try:
+        removed = cache.remove(root)
+    except OSError as exc:
+        print(f"gpulint: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"removed {removed}" if removed else f"no cache at {cache.cache_dir(root)}")
+    return EXIT_OK
+
+
 def cmd_scan(args, host: PluginHost) -> int:
     from dataclasses import replace
 
@@ -193,8 +246,8 @@ def cmd_scan(args, host: PluginHost) -> int:
         if stdin_text is None and not p.exists():
             print(f"gpulint: {p}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if args.jobs < 0:
+        raise UsageError("--jobs must be at least 1 (or 0: one per usable CPU)")
     if args.format not in host.registry.formats:
         raise UsageError(f"unknown format '{args.format}' (known: {', '.join(sorted(host.registry.formats))})")
     if args.unsafe_fixes and not (args.fix or args.diff):
@@ -220,14 +273,19 @@ def cmd_scan(args, host: PluginHost) -> int:
         stdin_filename=args.stdin_filename if stdin_text is not None else None,
         stdin_text=stdin_text,
         jobs=args.jobs,
+        cache=not args.no_cache,
     )
+    bar = _progress_bar(args, stdin_text is not None)
     try:
-        result, _ = scanner.scan(req)
+        result, _ = scanner.scan(replace(req, progress=bar.update if bar else None))
         if args.diff_base:
             result = _against_base(args.diff_base, result, paths, cfg, host, req)
     except ScanError as exc:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if bar:
+            bar.close()
     for st in host.statuses:
         if not st.ok:  # its rules did not run: say so on every scan, not only in `gpulint plugins`
             print(f"gpulint: warning: plugin {st.name} ({st.module}) failed to load, its rules did not run: {st.error}",
@@ -265,6 +323,9 @@ def cmd_scan(args, host: PluginHost) -> int:
     if args.verbose and result.errors:
         for tb in result.errors:
             print(tb, file=sys.stderr)
+    if args.verbose and scanner.last_cache is not None:
+        c = scanner.last_cache
+        print(f"gpulint: cache {c.directory}: {c.hits} file results reused, {c.misses} files read", file=sys.stderr)
     gate = result.cost_gate
     if gate is not None and gate.failed:
         if args.format != "text" or args.output:  # the text summary says it already
@@ -291,7 +352,8 @@ def _against_base(ref: str, result, paths: list[Path], cfg: Config, host: Plugin
             base_paths = [diffbase.map_path(p, top, tree) for p in paths]
             existing = [p for p in base_paths if p.exists()]
             if existing:
-                base_req = replace(req, paths=existing, write_baseline=None, buffers={})
+                base_req = replace(req, paths=existing, write_baseline=None, buffers={}, progress=None,
+                                   cache=False)  # a temporary tree: its cache would never be hit again
                 base, _ = Scanner(host, diffbase.map_config(cfg, top, tree)).scan(base_req)
             else:  # every path given is new since the base
                 base = ScanResult(root=str(tree))
@@ -597,4 +659,4 @@ def cmd_catalogue(args, host: PluginHost) -> int:
 
 
 COMMANDS = {"facts": cmd_facts, "scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain, "workloads": cmd_workloads, "plugins": cmd_plugins,
-            "lsp": cmd_lsp, "catalogue": cmd_catalogue}
+            "lsp": cmd_lsp, "catalogue": cmd_catalogue, "clean": cmd_clean}

@@ -26,7 +26,7 @@ import pathspec
 SKIP_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache",
     ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs", "site-packages", ".terraform", ".ipynb_checkpoints",
-    ".idea", ".vscode", "wandb", "mlruns", "lightning_logs",
+    ".idea", ".vscode", "wandb", "mlruns", "lightning_logs", ".gpulint_cache",
 }
 
 

@@ -8,16 +8,18 @@ looks across files happens after it, in ``Scanner.scan``.
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pathspec
 
 from gpulint import baseline as bl
 from gpulint import limits
+from gpulint.cache import FileCache, cache_dir, content_digest, settings_fingerprint
 from gpulint.config import Config, is_enabled
 from gpulint.context import FileContext, WorkloadContext
 from gpulint.decoding import decode
@@ -50,6 +52,7 @@ class FileResult:
     parsed: bool = False
     skipped: str = ""  # why the file was not parsed (text gate, size)
     errors: list[str] = field(default_factory=list)  # tracebacks for --verbose
+    transient: bool = False  # the worker crashed or ran out of time: not a result of the file alone, never cached
 
 
 def sys_finding(code: str, name: str, loc: Location, message: str, guidance: str, symbol: str) -> Finding:
@@ -182,7 +185,18 @@ class ScanRequest:
     stdin_filename: str | None = None
     stdin_text: str | None = None
     buffers: dict[str, str] = field(default_factory=dict)  # absolute path -> unsaved text (editors)
-    jobs: int = 1
+    jobs: int = 0  # worker processes; 0: one per usable CPU
+    cache: bool = True  # per-file results in the project's .gpulint_cache (gpulint.cache)
+    #: called with (files done, files in all) as results come in (a progress bar); never changes a result
+    progress: Callable[[int, int], None] | None = None
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (a container's or taskset's limit, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 class Scanner:
@@ -192,6 +206,7 @@ class Scanner:
         #: per-file results and the root of the last scan (the language server maps findings back to buffers)
         self.last_results: dict[str, FileResult] = {}
         self.last_root: Path | None = None
+        self.last_cache: FileCache | None = None  # the cache the last scan used (hits and misses), None without one
 
     @property
     def registry(self) -> Registry:
@@ -210,7 +225,12 @@ class Scanner:
         classifier = Classifier(self.registry.file_kinds)
         excludes = list(self.config.exclude)
         problems: list[tuple[str, str]] = []
-        cands = discover(root, classifier, excludes, self.config.root, problems=problems)
+        given = self._given(req)
+        if given is None:
+            cands = discover(root, classifier, excludes, self.config.root, problems=problems)
+        else:  # several paths, one a folder: exactly those paths, named from the project root
+            report_only = None
+            cands = self._discover_given(given, root, classifier, excludes, problems)
         if req.stdin_filename:
             rel = _rel(Path(req.stdin_filename), root)
             kind = classifier.kind_of(Path(req.stdin_filename)) or ""
@@ -226,6 +246,18 @@ class Scanner:
         # infrastructure and launchers first: they say which scripts must be parsed whatever their imports
         order = sorted(cands, key=lambda c: (c.kind in CODE_KINDS, c.rel))
         launched: set[str] = set()
+        cache = self._cache(root, rules) if req.cache else None
+        digests: dict[str, str] = {}  # files to analyse whose result goes into the cache
+        total = len(order) + len(problems)
+
+        def take(res: FileResult) -> None:
+            results[res.path] = res
+            if req.progress is not None:
+                req.progress(len(results), total)
+            for f in res.facts:
+                if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
+                    launched.add(posixpath.basename(f.value["script"]))
+
         # two phases: what launchers name must be known before the text gate judges code files
         infra = [c for c in order if c.kind not in CODE_KINDS]
         code = [c for c in order if c.kind in CODE_KINDS]
@@ -235,17 +267,26 @@ class Scanner:
                 for cand in phase:
                     data, problem = self._read(cand, req, root, max_bytes)
                     if data is None:
-                        results[cand.rel] = FileResult(cand.rel, cand.kind, findings=[_read_error(cand.rel, problem)])
+                        take(FileResult(cand.rel, cand.kind, findings=[_read_error(cand.rel, problem)]))
                         continue
                     force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
+                    if cache is not None and isinstance(data, bytes):  # an editor's unsaved text is not kept
+                        digest = content_digest(data, cand.kind, force)
+                        hit = cache.get(cand.rel, digest)
+                        if hit is not None:
+                            take(hit)
+                            continue
+                        digests[cand.rel] = digest
                     yield cand.rel, data, cand.kind, force
 
-            for res in self._analyze_all(jobs(), rules, req.jobs):
-                results[res.path] = res
-                errors += res.errors
-                for f in res.facts:
-                    if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
-                        launched.add(posixpath.basename(f.value["script"]))
+            for res in self._analyze_all(jobs(), rules, req.jobs or default_jobs()):
+                take(res)
+                if cache is not None and res.path in digests and not res.errors and not res.transient:
+                    cache.put(res.path, digests[res.path], res)
+        errors += [e for r in results.values() for e in r.errors]
+        if cache is not None:
+            cache.save()
+        self.last_cache = cache
         repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands})
         scope = Scope.of(self.config)
         linked = link(repo, self.config.workloads, scope)
@@ -312,9 +353,46 @@ class Scanner:
             for job in (*exc.jobs, *pending):
                 yield analyze_file(job[0], job[1], job[2], self.registry, self.config, rules, force=job[3])
 
-    def _root(self, req: ScanRequest) -> tuple[Path, set[str] | None]:
-        import os
+    @staticmethod
+    def _given(req: ScanRequest) -> list[Path] | None:
+        """The paths to scan when they are several and one is a folder (``gpulint scan src/ infra/``).
+        Files alone (what pre-commit passes) are scanned with the whole repository as context instead,
+        and only their findings reported."""
+        if len(req.paths) < 2 or req.stdin_filename:
+            return None
+        paths = [Path(os.path.realpath(p)) for p in req.paths]
+        return paths if any(p.is_dir() for p in paths) else None
 
+    def _discover_given(self, given: list[Path], root: Path, classifier: Classifier, excludes: list[str],
+                        problems: list[tuple[str, str]]) -> list[Candidate]:
+        out: dict[str, Candidate] = {}
+        for p in given:
+            if p.is_dir():
+                prefix = _rel(p, root)
+                found: list[tuple[str, str]] = []
+                for c in discover(p, classifier, excludes, self.config.root or root, problems=found):
+                    rel = c.rel if prefix == "." else f"{prefix}/{c.rel}"
+                    out.setdefault(rel, Candidate(rel, c.abs, c.kind))
+                problems += [(r if prefix == "." else f"{prefix}/{r}", why) for r, why in found]
+            else:
+                kind = classifier.kind_of(p)
+                if kind:
+                    rel = _rel(p, root)
+                    out.setdefault(rel, Candidate(rel, p, kind))
+        return [out[k] for k in sorted(out)]
+
+    def _cache(self, root: Path, rules: list[Rule]) -> FileCache | None:
+        """The cache of this scan root, or None when it cannot be used here (no writable key, ...)."""
+        try:
+            # only file-level rules shape a file's result: `gpulint workloads` (SYS only) and a full scan share entries
+            file_rules = [r.code for r in rules if type(r).check_file is not Rule.check_file]
+            settings = settings_fingerprint(self.config, file_rules, self.host.pm.get_plugins())
+            cache = FileCache(cache_dir(self._project_root(root)), root, settings)
+        except (OSError, ValueError):
+            return None
+        return cache if cache.usable else None
+
+    def _root(self, req: ScanRequest) -> tuple[Path, set[str] | None]:
         paths = [Path(os.path.realpath(p)) for p in req.paths]
         for p in paths:
             if not p.exists():
@@ -434,7 +512,7 @@ def _worker_analyze(job: tuple[str, bytes | str, str, bool]) -> FileResult:
 def _worker_failed(job: tuple[str, bytes | str, str, bool], reason: str) -> FileResult:
     """The result of a file whose worker crashed or ran out of time."""
     rel, _, kind, _ = job
-    return FileResult(rel, kind, findings=[_parse_error(rel, Location(rel, 1, 1), reason, _CRASHED)])
+    return FileResult(rel, kind, findings=[_parse_error(rel, Location(rel, 1, 1), reason, _CRASHED)], transient=True)
 
 
 def _unreadable_dir(rel: str, problem: str) -> Finding:
@@ -505,8 +583,6 @@ def _per_file_ignored(f: Finding, cfg: Config, cache: dict, root: Path) -> bool:
 
 
 def _rel(p: Path, root: Path) -> str:
-    import os
-
     try:  # os.path.realpath, unlike Path.resolve on Python < 3.13, never raises on a symlink loop
         return Path(os.path.realpath(p)).relative_to(os.path.realpath(root)).as_posix()
     except ValueError:
@@ -514,8 +590,6 @@ def _rel(p: Path, root: Path) -> str:
 
 
 def _common(paths: Iterable[Path]) -> str:
-    import os
-
     return os.path.commonpath([str(p if p.is_dir() else p.parent) for p in paths])
 
 

@@ -242,12 +242,14 @@ def run_supervised(
     args = init_args if method == "fork" or spawn_init_args is None else spawn_init_args
     sup = _Pool(ctx, init, args, work, budget)
     try:
-        for _ in range(max(1, workers)):
-            if not sup.start():
-                break
-        if not sup.idle:
+        if not sup.start():
             raise WorkersUnavailable(list(todo), sup.why)
         while True:
+            # one more worker only while every worker is busy and work is waiting: a scan of
+            # three files (or a warm scan that re-reads one) starts one process, not one per CPU
+            while not sup.idle and len(sup.all) < max(1, workers) and more():
+                if not sup.start():
+                    break
             while sup.idle and more():
                 w = sup.idle.pop()
                 job = todo.popleft()

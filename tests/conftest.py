@@ -18,6 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _own_result_cache(tmp_path_factory, monkeypatch):
+    """Every test starts cold with a cache folder of its own (scans within one test share it):
+    no result leaks from one test to another, and none is written into fixtures/."""
+    monkeypatch.setenv("GPULINT_CACHE_DIR", str(tmp_path_factory.mktemp("gpulint-cache")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))  # the signing key
+    monkeypatch.setenv("GPULINT_NO_PROGRESS", "1")
+
+
 @pytest.fixture(scope="session")
 def host():
     from gpulint.testing import default_host

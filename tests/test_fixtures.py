@@ -278,7 +278,7 @@ def test_exit_codes(args, code):
         (["fixtures/clean", "--frobnicate"], "unrecognized arguments"),
         (["fixtures/clean", "--select", "NOPE001"], "unknown rule code or prefix 'NOPE001'"),
         (["fixtures/clean", "--ignore", "AMP999"], "unknown rule code or prefix 'AMP999'"),
-        (["fixtures/clean", "--jobs", "0"], "--jobs"),
+        (["fixtures/clean", "--jobs", "-1"], "--jobs"),
         (["fixtures/clean", "--baseline", "fixtures/no-such-baseline.json"], "baseline file not found"),
     ],
 )
