@@ -208,13 +208,19 @@ def _progress_bar(args, from_stdin: bool) -> _Progress | None:
         return None
 
 
+def _missing(path: Path) -> bool:
+    if path.exists():
+        return False
+    print(f"gpulint: {path}: no such file or directory", file=sys.stderr)
+    return True
+
+
 def cmd_clean(args, host: PluginHost) -> int:
     from gpulint import cache
     from gpulint.engine import Scanner
 
     start = Path(args.path)
-    if not start.exists():
-        print(f"gpulint: {start}: no such file or directory", file=sys.stderr)
+    if _missing(start):
         return EXIT_ERROR
     cfg = _config(args, start, host)
     root = Scanner(host, cfg)._project_root(Path(os.path.realpath(start)))
@@ -243,8 +249,7 @@ def cmd_scan(args, host: PluginHost) -> int:
     elif "-" in args.paths:
         raise UsageError("'-' (standard input) cannot be combined with other paths")
     for p in paths:
-        if stdin_text is None and not p.exists():
-            print(f"gpulint: {p}: no such file or directory", file=sys.stderr)
+        if stdin_text is None and _missing(p):
             return EXIT_ERROR
     if args.jobs < 0:
         raise UsageError("--jobs must be at least 1 (or 0: one per usable CPU)")
@@ -595,8 +600,7 @@ def cmd_workloads(args, host: PluginHost) -> int:
     from gpulint.workload_report import render_workloads
 
     path = Path(args.path)
-    if not path.exists():
-        print(f"gpulint: {path}: no such file or directory", file=sys.stderr)
+    if _missing(path):
         return EXIT_ERROR
     cfg = _config(args, path, host)
     try:

@@ -41,3 +41,17 @@ def run_cli(*args, cwd=None, input_text=None, env=None):
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     return subprocess.run([sys.executable, "-m", "gpulint", *map(str, args)], cwd=cwd, input=input_text,
                           capture_output=True, text=True, env=full_env, timeout=300)
+
+
+def read_all(fd: int) -> bytes:
+    """Everything a pseudo-terminal's master end yields until the child closes it."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO: the child side is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, read_all, run_cli
 
 #: fixtures with cross-file workloads, notebooks, a syntax error and infrastructure
 SAMPLES = ["pytorch-fp32-loop", "broken", "notebook", "accelerate-no-mp", "wl-terraform-gcp", "cost-eks-always-on"]
@@ -226,18 +226,9 @@ def test_progress_on_a_terminal(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "gpulint", "scan", str(FIXTURES / "pytorch-fp32-loop"), "-o", str(out)],
                             stdin=slave, stdout=slave, stderr=slave, env=env)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    text = read_all(master).decode("utf-8", "replace")
     proc.wait(timeout=300)
     os.close(master)
-    text = b"".join(chunks).decode("utf-8", "replace")
     assert "gpulint" in text and "file" in text  # tqdm's "gpulint: 100%|...| 8/8 [..., files/s]"
     assert "AMP001" in out.read_text()
     quiet = subprocess.run([sys.executable, "-m", "gpulint", "scan", str(FIXTURES / "pytorch-fp32-loop"), "-q", "-o", str(out)],

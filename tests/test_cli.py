@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT, run_cli
+from conftest import FIXTURES, ROOT, read_all, run_cli
 
 from gpulint import __version__
 
@@ -212,18 +212,10 @@ def _run_on_tty(args, env):
     proc = subprocess.Popen([sys.executable, "-m", "gpulint", *args], stdout=slave, stderr=subprocess.PIPE,
                             env=full_env, cwd=FIXTURES / "pytorch-fp32-loop")
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    out = read_all(master)
     proc.wait(timeout=120)
     os.close(master)
-    return b"".join(chunks).decode()
+    return out.decode()
 
 
 def test_colour_on_a_terminal_and_off_with_no_color():
