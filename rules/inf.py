@@ -12,6 +12,8 @@ from gpulint.workloads import Workload
 INF_SPEEDUP = 2.0
 INF_MIN_PARAMS = 100_000_000
 _INFERENCE_ROLES = ("inference", "batch")
+#: engines whose default dtype ("auto") loads an fp32 checkpoint in 16 bit (vLLM: fp16; bf16 checkpoints stay bf16)
+_SIXTEEN_BIT_ENGINES = ("vllm", "sglang")
 _SERVE = """\
 import torch
 from fastapi import FastAPI
@@ -66,7 +68,8 @@ class Fp32InferenceOnGpu(Rule):
         For serving and batch-inference workloads (FastAPI/Flask/TorchServe/Triton/SageMaker
         handlers, ``model.eval()`` + ``no_grad``, HF ``pipeline``/``generate``) that run on a GPU,
         fires when the precision is decided fp32: no ``torch_dtype``/``.half()``/``.to(torch.bfloat16)``,
-        no autocast, no quantized load. A dtype chosen at run time keeps it silent.
+        no autocast, no quantized load. A dtype chosen at run time keeps it silent, and so do vLLM and
+        SGLang engines, whose default ``dtype="auto"`` already serves fp32 checkpoints in 16 bit.
     Why it costs money:
         Decoding and batched inference are memory-bound: fp32 weights move twice the bytes of
         bf16/fp16 and use no Tensor Cores, so each replica serves about half the requests.
@@ -87,7 +90,15 @@ class Fp32InferenceOnGpu(Rule):
     since = "0.2.0"
     roles = _INFERENCE_ROLES
     VALID = [Example({"serve.py": _SERVE.replace('.from_pretrained("roberta-large")', '.from_pretrained("roberta-large", torch_dtype=torch.bfloat16)'),
-                      "k8s/api.yaml": _POD}, title="bf16 weights")]
+                      "k8s/api.yaml": _POD}, title="bf16 weights"),
+             Example({"serve.py": """\
+import torch
+from vllm import LLM, SamplingParams
+
+n = torch.cuda.device_count()
+llm = LLM(model="Qwen/Qwen2.5-7B-Instruct", tensor_parallel_size=n)
+print(llm.generate(["2+2="], SamplingParams(max_tokens=8))[0].outputs[0].text)
+""", "k8s/api.yaml": _POD}, title="vLLM's default dtype 'auto' is 16 bit")]
     INVALID = [Example({"serve.py": _SERVE, "k8s/api.yaml": _POD}, expect=[Expect("serve.py", 5, ("fp32", "g5.xlarge"))],
                        title="fp32 weights served on an A10G")]
 
@@ -97,6 +108,8 @@ class Fp32InferenceOnGpu(Rule):
         anchor = _anchor(wl)
         if anchor is None or wl.resolution.precision.mixed is not False:
             return
+        if any(f.value.get("via") in _SIXTEEN_BIT_ENGINES for f in wl.code_facts("serves")):
+            return  # the engine picks 16 bit itself
         model = wl.resolution.model
         c = compute_of(wl)
         if model is None or model.params < INF_MIN_PARAMS:

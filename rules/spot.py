@@ -13,7 +13,7 @@ from gpulint.cost import price_basis
 from gpulint.hookspecs import hookimpl
 from gpulint.model import CostImpact, Fact, Location, Severity
 from gpulint.rule import Example, Expect, Rule
-from gpulint.resolution import ResolvedCompute
+from gpulint.resolution import CPU, ResolvedCompute
 from gpulint.workloads import Workload
 
 from gpulint.rulekit import compute_of, compute_related, training_fact, trains_on_gpu
@@ -249,7 +249,9 @@ class ManagedSpotWithoutCheckpointSync(Rule):
         Finds SageMaker estimators with ``use_spot_instances=True`` that do not set
         ``checkpoint_s3_uri`` (files under ``checkpoint_local_path``, default ``/opt/ml/checkpoints``,
         are then not synced to S3 and do not survive an interruption), or that do not set
-        ``max_wait``, or set it below ``max_run``. An estimator built from ``**kwargs`` is left alone.
+        ``max_wait``, or set it below ``max_run``. An estimator built from ``**kwargs`` is left alone, and
+        so is one on known CPU instances (``ml.c5``, ``ml.m5`` ...): like the other SPOT rules, this one
+        is about GPU hours.
     Why it costs money:
         Without the checkpoint sync SageMaker restarts an interrupted job on a fresh instance with an
         empty checkpoint folder, so the whole run is repeated; managed spot training needs
@@ -296,6 +298,17 @@ from sagemaker.pytorch import PyTorch
 est = PyTorch(entry_point="train.py", instance_type="ml.g5.12xlarge", max_run=86400)
 est.fit()
 """}, title="on-demand training needs neither"),
+        Example({"launch.py": """\
+from sagemaker.estimator import Estimator
+est = Estimator(
+    image_uri=image,
+    instance_type="ml.m5.xlarge",
+    use_spot_instances=True,
+    max_run=1800,
+    max_wait=3600,
+)
+est.fit()
+"""}, title="spot on a CPU instance: no GPU hours at stake"),
     ]
     INVALID = [
         Example({"launch.py": """\
@@ -330,6 +343,8 @@ est = PyTorch(
                 continue
             wl = by_compute.get(compute.id)
             hw = compute_of(wl) if wl is not None else compute
+            if compute.device == CPU or (hw is not None and hw.device == CPU):
+                continue  # CPU spot jobs: no GPU hours at stake, as SPOT001/002/004 (trains_on_gpu) agree
             it = compute.first("compute.instance_type")
             inst = it.value if it is not None and isinstance(it.value, str) else "the estimator"
             v = ck.value
