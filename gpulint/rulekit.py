@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from gpulint.cost import compute_of
 from gpulint.model import Fact, Related
-from gpulint.resolution import CPU
+from gpulint.resolution import CPU, GPU
 from gpulint.workloads import Workload
 
-__all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_phrase", "on_gpu", "toy_workload", "training_fact",
-           "trains_on_gpu"]
+__all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase", "multi_gpu", "on_gpu",
+           "toy_workload", "training_fact", "trains_on_gpu"]
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
 TOY_MODEL_PARAMS = 20_000_000
@@ -53,6 +53,44 @@ def on_gpu(wl: Workload) -> bool:
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return True
     return bool(c is not None and c.gpu_count)
+
+
+#: code that only asks whether a GPU is there (``"cuda" if torch.cuda.is_available() else "cpu"``): it runs
+#: on the CPU as well, so it says nothing about where it is deployed
+_PROBES = ("is_available", "device_count", "current_device", "current_accelerator", "current_device_index")
+
+
+def gpu_evidence(wl: Workload) -> str | None:
+    """How the workload is known to run on a GPU, strongest first: ``"compute"`` (its compute target
+    has GPUs), ``"launcher"`` (torchrun, accelerate, deepspeed start one process per GPU), ``"code"``
+    (``.cuda()``, a ``"cuda"`` device, a framework that takes the GPU), ``"probe"`` (the code only asks
+    whether a GPU exists, and falls back to the CPU), or None (not on a GPU, or nothing says so).
+    Rules that warn about GPU cost on evidence this weak stay quiet or speak at info."""
+    if not on_gpu(wl):
+        return None
+    c = compute_of(wl)
+    if c is not None and c.device == GPU:
+        return "compute"
+    if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
+        return "launcher"
+    vias = [str(f.value.get("via") or "") for f in wl.code_facts("uses_gpu")]
+    if vias and all(v.rsplit(".", 1)[-1] in _PROBES for v in vias):
+        return "probe"
+    return "code" if vias else ("compute" if c is not None and c.gpu_count else None)
+
+
+def multi_gpu(wl: Workload) -> bool | None:
+    """Does the workload's machine have more than one GPU? From the compute target's GPUs per node,
+    else a launcher that starts several processes per node (``--nproc_per_node 8``); None when
+    nothing says."""
+    c = compute_of(wl)
+    per_node = c.gpus_per_node if c is not None else None
+    if per_node:
+        return per_node > 1
+    procs = [l.value.get("nproc_per_node") or l.value.get("num_processes") for l in wl.launchers]
+    if any(isinstance(n, int) and n > 1 for n in procs):
+        return True
+    return None
 
 
 def toy_workload(wl: Workload) -> str | None:

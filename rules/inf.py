@@ -5,7 +5,7 @@ from gpulint.cost import avoidable, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
-from gpulint.rulekit import compute_of, compute_related, on_gpu
+from gpulint.rulekit import compute_of, compute_related, gpu_evidence
 from gpulint.workloads import Workload
 
 #: half-precision serving typically doubles throughput over fp32 (memory-bound decoding moves half the bytes)
@@ -70,6 +70,11 @@ class Fp32InferenceOnGpu(Rule):
         fires when the precision is decided fp32: no ``torch_dtype``/``.half()``/``.to(torch.bfloat16)``,
         no autocast, no quantized load. A dtype chosen at run time keeps it silent, and so do vLLM and
         SGLang engines, whose default ``dtype="auto"`` already serves fp32 checkpoints in 16 bit.
+        The GPU must be known: from the compute target, or code that puts the model on ``cuda``;
+        a handler that only asks ``torch.cuda.is_available()`` runs wherever it is deployed and
+        gets no finding. A warning when the gain is known (a model of 100M+ parameters on a GPU the
+        infrastructure names); otherwise info, since 16-bit quality is a judgement for small or
+        unknown models (segmentation, inpainting, T5-family overflow in fp16).
     Why it costs money:
         Decoding and batched inference are memory-bound: fp32 weights move twice the bytes of
         bf16/fp16 and use no Tensor Cores, so each replica serves about half the requests.
@@ -98,13 +103,26 @@ from vllm import LLM, SamplingParams
 n = torch.cuda.device_count()
 llm = LLM(model="Qwen/Qwen2.5-7B-Instruct", tensor_parallel_size=n)
 print(llm.generate(["2+2="], SamplingParams(max_tokens=8))[0].outputs[0].text)
-""", "k8s/api.yaml": _POD}, title="vLLM's default dtype 'auto' is 16 bit")]
+""", "k8s/api.yaml": _POD}, title="vLLM's default dtype 'auto' is 16 bit"),
+             Example({"handler.py": """\
+import torch
+from ts.torch_handler.base_handler import BaseHandler
+
+
+class Handler(BaseHandler):
+    def initialize(self, ctx):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = torch.jit.load("model.pt").to(self.device).eval()
+"""}, title="the handler only asks whether a GPU exists, and nothing says where it is deployed")]
     INVALID = [Example({"serve.py": _SERVE, "k8s/api.yaml": _POD}, expect=[Expect("serve.py", 5, ("fp32", "g5.xlarge"))],
                        title="fp32 weights served on an A10G")]
 
     def check_workload(self, wl, ctx):
-        if not wl.code_files or not on_gpu(wl) or wl.code_facts("trains"):
+        if not wl.code_files or wl.code_facts("trains"):
             return
+        evidence = gpu_evidence(wl)
+        if evidence in (None, "probe"):
+            return  # `"cuda" if torch.cuda.is_available() else "cpu"` in a handler deployed who knows where
         anchor = _anchor(wl)
         if anchor is None or wl.resolution.precision.mixed is not False:
             return
@@ -112,15 +130,19 @@ print(llm.generate(["2+2="], SamplingParams(max_tokens=8))[0].outputs[0].text)
             return  # the engine picks 16 bit itself
         model = wl.resolution.model
         c = compute_of(wl)
-        if model is None or model.params < INF_MIN_PARAMS:
+        priced = model is not None and model.params >= INF_MIN_PARAMS and evidence == "compute"
+        if not priced:
             cost = unpriced(f"No hourly figure: the model's size is {'not known' if model is None else f'{model.params / 1e6:.0f}M parameters'}; "
                             f"the {INF_SPEEDUP:g}x assumed for 16-bit serving holds for models of {INF_MIN_PARAMS / 1e6:.0f}M+ parameters.")
         else:
             cost = avoidable(wl, 1 - 1 / INF_SPEEDUP, f"16-bit weights assumed to serve {INF_SPEEDUP:g}x the requests per replica "
                                                        f"({model.params / 1e9:.2f}B parameters, {model.evidence})", "low")
         where = f" on {c.instance_name}" if c is not None and c.instance_name else ""
+        # a warning only where the gain is known: a model of INF_MIN_PARAMS+ on a GPU the infrastructure names;
+        # small or unknown models (16-bit quality is a judgement for SAM, T5, inpainting nets) are advice
         yield self.finding(anchor.loc, f"the model is served in fp32{where}: no 16-bit load, autocast or quantization found",
-                           symbol=f"{wl.name}:fp32", workload=wl.name, related=compute_related(wl), cost=cost)
+                           symbol=f"{wl.name}:fp32", workload=wl.name, related=compute_related(wl), cost=cost,
+                           severity=None if priced else Severity.INFO)
 
 
 class InferenceWithoutNoGrad(Rule):

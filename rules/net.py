@@ -8,7 +8,7 @@ from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import GPU_LAUNCHERS, compute_of, on_gpu, toy_workload
+from gpulint.rulekit import GPU_LAUNCHERS, compute_of, multi_gpu, on_gpu, toy_workload
 
 
 class GlooBackendOnGpu(Rule):
@@ -128,6 +128,9 @@ class DataParallelInsteadOfDDP(Rule):
 
     What it does:
         Finds ``torch.nn.DataParallel(...)`` (under any import alias) in the code of a training workload.
+        A warning when the compute target has several GPUs per machine; info when the GPU count is
+        not known (a script nothing deploys) or the workload is tutorial-sized. Silent in dead or
+        CPU branches, inference hooks, and the single-process fallback of a distributed script.
     Why it costs money:
         DataParallel is single-process and multi-threaded: it scatters inputs and gathers outputs
         through GPU 0 every step and is bound by the Python GIL, so GPUs 1..N idle part of each
@@ -203,7 +206,19 @@ for x in loader:
     model(x).sum().backward()
     opt.step()
 """,
-            expect=[Expect("train.py", 2, "DataParallel")],
+            expect=[Expect("train.py", 2, ("DataParallel", "GPUs per machine are not known"))],
+            title="nothing says how many GPUs: info",
+        ),
+        Example(
+            {"train.py": """\
+import torch.nn as nn
+model = nn.DataParallel(model).cuda()
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+""", "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.12xlarge"\n}\n'},
+            expect=[Expect("train.py", 2, "use DistributedDataParallel")],
+            title="four A10G per machine: a warning",
         ),
     ]
 
@@ -222,9 +237,13 @@ for x in loader:
             if "multi_gpu" in guards and (wl.code_facts("ddp") or any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers)):
                 continue  # the non-distributed fallback of a script that runs distributed (DDP branch, torchrun)
             toy = toy_workload(wl)
+            # the cost is on machines with several GPUs: a warning where the compute says so, else advice
+            several = multi_gpu(wl)
+            note = f" (a tutorial-sized workload on {toy})" if toy else \
+                " (the GPUs per machine are not known: this matters on multi-GPU machines)" if several is None else \
+                " (one GPU per machine here: DataParallel only adds overhead)" if several is False else ""
             yield self.finding(f.loc, "torch.nn.DataParallel drives all GPUs from one process through GPU 0; use DistributedDataParallel"
-                               + (f" (a tutorial-sized workload on {toy})" if toy else ""),
-                               symbol=f.key, workload=wl.name, severity=Severity.INFO if toy else None,
+                               + note, symbol=f.key, workload=wl.name, severity=Severity.INFO if toy or not several else None,
                                cost=unpriced("No hourly figure: the gain of DDP over DataParallel depends on the model and GPU count."))
 
 

@@ -242,6 +242,10 @@ trainer.train()
             cost=lost_work_cost(compute_of(wl), "checkpoints are never loaded", ctx))
 
 
+#: a spot job limited to this run time repeats at most this much when it is interrupted
+SHORT_JOB_SECONDS = 3600
+
+
 class ManagedSpotWithoutCheckpointSync(Rule):
     """A SageMaker managed spot training job lacks checkpoint_s3_uri or max_wait.
 
@@ -249,7 +253,9 @@ class ManagedSpotWithoutCheckpointSync(Rule):
         Finds SageMaker estimators with ``use_spot_instances=True`` that do not set
         ``checkpoint_s3_uri`` (files under ``checkpoint_local_path``, default ``/opt/ml/checkpoints``,
         are then not synced to S3 and do not survive an interruption), or that do not set
-        ``max_wait``, or set it below ``max_run``. An estimator built from ``**kwargs`` is left alone, and
+        ``max_wait``, or set it below ``max_run``. A missing or short ``max_wait`` is an error (the job
+        is rejected); a missing ``checkpoint_s3_uri`` a warning (work is lost), info when ``max_run`` is
+        at most an hour. An estimator built from ``**kwargs`` is left alone, and
         so is one on known CPU instances (``ml.c5``, ``ml.m5`` ...): like the other SPOT rules, this one
         is about GPU hours.
     Why it costs money:
@@ -276,6 +282,8 @@ class ManagedSpotWithoutCheckpointSync(Rule):
 
     code = "SPOT003"
     name = "managed-spot-without-checkpoint-sync"
+    #: error for what stops the job (max_wait); a missing checkpoint sync is lost work: a warning, info for
+    #: jobs whose max_run is at most SHORT_JOB_SECONDS
     severity = Severity.ERROR
     family = "SPOT"
     since = "0.1.0"
@@ -349,13 +357,17 @@ est = PyTorch(
             inst = it.value if it is not None and isinstance(it.value, str) else "the estimator"
             v = ck.value
             name = wl.name if wl is not None else None
+            mw, mr = v.get("max_wait"), v.get("max_run")
             if not v.get("s3_uri_set"):
+                # lost work, not a broken job: a warning; at most an hour lost per interruption is advice
+                short = isinstance(mr, int) and not isinstance(mr, bool) and 0 < mr <= SHORT_JOB_SECONDS
                 yield self.finding(
                     cap, f"SageMaker managed spot training on {inst} without checkpoint_s3_uri: checkpoints are not "
-                             f"synced to S3, so an interrupted job restarts from zero",
+                             f"synced to S3, so an interrupted job restarts from zero"
+                             + (f" (max_run={mr} s: at most that is repeated)" if short else ""),
                     symbol=f"{compute.target}:checkpoint_s3_uri", workload=name,
+                    severity=Severity.INFO if short else Severity.WARNING,
                     cost=lost_work_cost(hw, "checkpoints are not synced to S3", ctx))
-            mw, mr = v.get("max_wait"), v.get("max_run")
             if not v.get("max_wait_set"):
                 yield self.finding(
                     cap, f"SageMaker managed spot training on {inst} without max_wait: managed spot needs "

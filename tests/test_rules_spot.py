@@ -196,6 +196,16 @@ def test_both_settings_missing_gives_two_findings():
     assert sorted(f.message.split(" without ")[1].split(":")[0] for f in found) == ["checkpoint_s3_uri", "max_wait"]
 
 
+def test_severity_follows_what_is_at_stake():
+    """A rejected submission is an error; lost work a warning; at most an hour of lost work advice."""
+    found = {f.message.split(" without ")[1].split(":")[0]: f.severity.value for f in scan(est(use_spot_instances=True), "SPOT003")}
+    assert found == {"checkpoint_s3_uri": "warning", "max_wait": "error"}
+    (short,) = scan(est(use_spot_instances=True, max_run=1800, max_wait=3600), "SPOT003")
+    assert short.severity.value == "info" and "max_run=1800 s" in short.message
+    (day,) = scan(est(use_spot_instances=True, max_run=86400, max_wait=129600), "SPOT003")
+    assert day.severity.value == "warning"
+
+
 def test_estimator_from_kwargs_is_undecidable():
     files = {"launch.py": "from sagemaker.pytorch import PyTorch\nest = PyTorch(entry_point='train.py', use_spot_instances=True, **cfg)\n"}
     assert scan(files, "SPOT003") == []
