@@ -158,6 +158,13 @@ def check_python(text: str, limits: Limits | None = None) -> SyntaxError | None:
     give libcst (which also reads newer grammar), so callers can report
     CPython's position and wording.
     """
+    return python_syntax(text, limits)[1]
+
+
+def python_syntax(text: str, limits: Limits | None = None) -> tuple[ast.Module | None, SyntaxError | None]:
+    """CPython's syntax tree of `text` within the budgets, or (None, its
+    SyntaxError) when the running interpreter cannot parse it. Raises
+    LimitExceeded past a budget (see check_python)."""
     limits = limits or current()
     if len(text) >= _TOKEN_SCAN_FROM:
         n = python_tokens(text)
@@ -174,14 +181,14 @@ def check_python(text: str, limits: Limits | None = None) -> SyntaxError | None:
         depth, line = bracket_depth(text)
         if depth > limits.max_nesting:
             raise too_deep(limits, "bracket nesting", line) from None
-        return err
+        return None, err
     except (RecursionError, MemoryError):
         raise too_deep(limits, "expression nesting") from None
     except ValueError:  # NUL bytes and the like: libcst reports them
-        return None
+        return None, None
     depth, nodes = ast_shape(tree, limits.max_nesting)
     if depth > limits.max_nesting:
         raise too_deep(limits, "syntax nesting")
     if nodes > limits.max_nodes:
         raise too_large(limits, nodes, "syntax nodes")
-    return None
+    return tree, None
