@@ -617,7 +617,8 @@ def _distributed(f: _Facts) -> None:
     for c in ix.calls_to(*INIT_PG):
         if f.present(c, "backend") or c.positional(0) is not None:
             b = f.val(c, "backend", 0)
-            backend = None if b is UNKNOWN else str(b).lower() if b is not None else None
+            # a backend chosen at run time (``"nccl" if cuda else "gloo"``) is unknown, as in any fact
+            backend = None if b is UNKNOWN or isinstance(b, OneOf) else str(b).lower() if b is not None else None
             explicit = True
         else:
             backend, explicit = None, False  # torch picks NCCL for CUDA when none is given
