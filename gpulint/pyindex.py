@@ -240,8 +240,9 @@ class _Leave:
 
 
 #: fields never worth walking into (expression contexts, operators) and leaf node types
-_SKIP_FIELDS = {"ctx", "op", "type_comment"}
+_SKIP_FIELDS = {"ctx", "op", "ops", "type_comment", "id", "attr", "kind"}
 _LEAVES = (ast.Constant, ast.Name, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal, ast.alias)
+_LEAF_TYPES = frozenset(_LEAVES)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -254,6 +255,7 @@ def _child_fields(cls: type) -> tuple[str, ...]:
             names = ("body", "bases", "keywords", "decorator_list")
         else:
             names = tuple(n for n in cls._fields if n not in _SKIP_FIELDS)
+        names = names[::-1]  # the walk pushes the last field first, so the first is visited first
         _CHILD_FIELDS[cls] = names
     return names
 
@@ -289,6 +291,7 @@ class _Indexer:
         node_type = ast.AST
         leave_type = _Leave
         if_type, call_type, dict_type = ast.If, ast.Call, ast.Dict
+        leaves = _LEAF_TYPES  # nothing to do at a name or a constant: never pushed
         while stack:
             node = pop()
             cls = node.__class__
@@ -318,13 +321,13 @@ class _Indexer:
             fields = _CHILD_FIELDS.get(cls)
             if fields is None:
                 fields = _child_fields(cls)
-            for name in reversed(fields):
+            for name in fields:
                 v = getattr(node, name, None)
                 if v.__class__ is list:
                     for x in reversed(v):
-                        if isinstance(x, node_type):
+                        if x.__class__ not in leaves and isinstance(x, node_type):
                             push(x)
-                elif isinstance(v, node_type):
+                elif v.__class__ not in leaves and isinstance(v, node_type):
                     push(v)
 
     def _if(self, node: ast.If, push) -> None:
