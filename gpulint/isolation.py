@@ -238,7 +238,8 @@ def run_supervised(
     method = method or start_method()
     ctx = mp.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload(["gpulint.engine", "gpulint.kinds.parsers", "libcst"])
+        # not libcst: Python is read with ast; libcst is imported only where a file needs it (newer syntax, a plugin)
+        ctx.set_forkserver_preload(["gpulint.engine", "gpulint.kinds.parsers"])
     args = init_args if method == "fork" or spawn_init_args is None else spawn_init_args
     sup = _Pool(ctx, init, args, work, budget)
     try:

@@ -123,13 +123,35 @@ def flow_depth(text: str) -> tuple[int, int]:
     return best, text.count("\n", 0, best_at) + 1
 
 
+#: fields of CPython's AST that never hold a node (names, identifiers, constants)
+_NO_NODE_FIELDS = frozenset({"id", "attr", "name", "asname", "module", "level", "arg", "kind", "type_comment", "conversion",
+                             "is_async", "simple"})
+#: fields that always hold one leaf node (an expression context or operator): counted, not walked
+_LEAF_FIELDS = frozenset({"ctx", "op"})
+_SHAPES: dict[type, tuple[tuple[str, ...], int, bool]] = {}
+
+
+def _shape_of(cls: type) -> tuple[tuple[str, ...], int, bool]:
+    """(fields to walk, leaf nodes always below it, whether it has a list of comparison operators)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        fields = cls._fields
+        walk = tuple(f for f in fields if f not in _NO_NODE_FIELDS and f not in _LEAF_FIELDS and f != "ops"
+                     and not (cls is ast.Constant and f == "value"))
+        shape = _SHAPES[cls] = (walk, sum(1 for f in fields if f in _LEAF_FIELDS), "ops" in fields)
+    return shape
+
+
 def ast_shape(tree: ast.AST, stop: int) -> tuple[int, int]:
     """Depth and node count of a CPython AST (iterative; returns early once deeper than `stop`).
-    Reads ``_fields`` directly: three times faster than ``ast.iter_child_nodes``."""
+    Every node counts, expression contexts and operators included; those leaves (about a third of
+    all nodes) are counted from their parent's type rather than visited, and fields that never hold
+    a node (names, constants) are not read."""
     node_type = ast.AST
     best = nodes = 0
     stack = [(tree, 1)]
     pop, push = stack.pop, stack.append
+    shapes = _SHAPES
     while stack:
         node, d = pop()
         nodes += 1
@@ -137,8 +159,17 @@ def ast_shape(tree: ast.AST, stop: int) -> tuple[int, int]:
             best = d
             if best > stop:
                 break
+        cls = node.__class__
+        shape = shapes.get(cls) or _shape_of(cls)
+        fields, leaves, ops = shape
         d += 1
-        for name in node._fields:
+        if leaves or ops:
+            nodes += leaves + (len(node.ops) if ops else 0)
+            if d > best:
+                best = d
+                if best > stop:
+                    break
+        for name in fields:
             v = getattr(node, name, None)
             if v.__class__ is list:
                 for x in v:
@@ -158,6 +189,13 @@ def check_python(text: str, limits: Limits | None = None) -> SyntaxError | None:
     give libcst (which also reads newer grammar), so callers can report
     CPython's position and wording.
     """
+    return python_syntax(text, limits)[1]
+
+
+def python_syntax(text: str, limits: Limits | None = None) -> tuple[ast.Module | None, SyntaxError | None]:
+    """CPython's syntax tree of `text` within the budgets, or (None, its
+    SyntaxError) when the running interpreter cannot parse it. Raises
+    LimitExceeded past a budget (see check_python)."""
     limits = limits or current()
     if len(text) >= _TOKEN_SCAN_FROM:
         n = python_tokens(text)
@@ -174,14 +212,14 @@ def check_python(text: str, limits: Limits | None = None) -> SyntaxError | None:
         depth, line = bracket_depth(text)
         if depth > limits.max_nesting:
             raise too_deep(limits, "bracket nesting", line) from None
-        return err
+        return None, err
     except (RecursionError, MemoryError):
         raise too_deep(limits, "expression nesting") from None
     except ValueError:  # NUL bytes and the like: libcst reports them
-        return None
+        return None, None
     depth, nodes = ast_shape(tree, limits.max_nesting)
     if depth > limits.max_nesting:
         raise too_deep(limits, "syntax nesting")
     if nodes > limits.max_nodes:
         raise too_large(limits, nodes, "syntax nodes")
-    return None
+    return tree, None

@@ -1,10 +1,16 @@
 """One pass over a Python module that every Python fact and rule shares.
 
+The index is built from CPython's own syntax tree (``ast``): the parse is done
+in C, about ten times faster than libcst's, and the tree is the one the
+pre-checks of gpulint.limits already had to build. libcst's lossless tree is
+only parsed where text is rewritten (autofix, gpulint.fixes) or a plugin asks
+for ``Source.tree``.
+
 The index records imports (so ``import torch as t`` resolves ``t.autocast`` to
 ``torch.autocast``), every call with its resolved qualified name and arguments,
 assignments (to follow a value through ``x = ...``), argparse arguments and
 dataclass field defaults. Rules then ask questions of the index instead of
-walking the tree again: one visitor pass in all, whatever the number of rules.
+walking the tree again: one walk in all, whatever the number of rules.
 
 Qualified names:
 - ``torch.autocast`` for a call of an imported name;
@@ -15,12 +21,11 @@ Qualified names:
 """
 from __future__ import annotations
 
+import ast
 import re
 
 from dataclasses import dataclass, field
 from typing import Any, Iterator
-
-import libcst as cst
 
 UNKNOWN = object()  # a value that cannot be decided statically
 
@@ -48,7 +53,7 @@ class OneOf:
 
 @dataclass
 class Call:
-    node: cst.Call
+    node: ast.Call
     qualname: str | None
     attr: str  # last name of the callee (``backward`` in ``loss.backward()``)
     receiver: str  # source text of the receiver for method calls ("" otherwise)
@@ -60,36 +65,46 @@ class Call:
     #: branches the call sits in (outermost first): "gpu" / "cpu" (a CUDA check's branches), "multi_gpu"
     #: (more than one GPU), "debug" (a debug or verbose switch), "dead" (``if False:``)
     guards: tuple[str, ...] = ()
+    order: int = 0  # position in PyIndex.calls (source order)
 
-    def kwarg(self, name: str) -> cst.BaseExpression | None:
-        for arg in self.node.args:
-            if arg.keyword is not None and arg.keyword.value == name:
-                return arg.value
+    def kwarg(self, name: str) -> ast.expr | None:
+        for kw in self.node.keywords:
+            if kw.arg == name:
+                return kw.value
         return None
 
     def has_kwarg(self, name: str) -> bool:
         return self.kwarg(name) is not None
 
-    def positional(self, i: int) -> cst.BaseExpression | None:
-        pos = [a.value for a in self.node.args if a.keyword is None and not a.star]
+    def positional(self, i: int) -> ast.expr | None:
+        pos = [a for a in self.node.args if a.__class__ is not ast.Starred]
         return pos[i] if i < len(pos) else None
+
+    def keywords(self) -> list[tuple[str, ast.expr]]:
+        """(name, value) of every keyword argument, in order (``**kwargs`` not included)."""
+        return [(kw.arg, kw.value) for kw in self.node.keywords if kw.arg is not None]
+
+    @property
+    def has_args(self) -> bool:
+        """Any argument at all, positional, keyword or starred."""
+        return bool(self.node.args or self.node.keywords)
 
     @property
     def has_star_kwargs(self) -> bool:
-        return any(a.star == "**" for a in self.node.args)
+        return any(kw.arg is None for kw in self.node.keywords)
 
     @property
     def has_star_args(self) -> bool:
-        return any(a.star == "*" for a in self.node.args)
+        return any(a.__class__ is ast.Starred for a in self.node.args)
 
 
 @dataclass
 class Assign:
     target: str  # dotted text: ``x``, ``self.model``, ``torch.backends.cuda.matmul.allow_tf32``
     resolved: str  # target with import aliases resolved
-    value: cst.BaseExpression
+    value: ast.expr
     scope: str
-    node: cst.CSTNode
+    node: ast.AST
 
 
 @dataclass
@@ -99,7 +114,7 @@ class CliArgument:
     default: Any  # literal default, None when absent, UNKNOWN when not literal
     has_default: bool
     action: str | None
-    node: cst.Call
+    node: ast.Call
 
 
 @dataclass
@@ -110,26 +125,44 @@ class PyIndex:
     calls: list[Call] = field(default_factory=list)
     assigns: list[Assign] = field(default_factory=list)
     cli: dict[str, CliArgument] = field(default_factory=dict)  # dest -> argument
-    dataclass_fields: dict[str, dict[str, cst.BaseExpression]] = field(default_factory=dict)
+    dataclass_fields: dict[str, dict[str, ast.expr]] = field(default_factory=dict)
     var_types: dict[str, str] = field(default_factory=dict)  # ``trainer`` -> ``transformers.Trainer``
     functions: set[str] = field(default_factory=set)
     #: module-level functions and every class by name (first definition), with their base classes' qualified names
-    top_functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
-    classes: dict[str, tuple[cst.ClassDef, tuple[str, ...]]] = field(default_factory=dict)
+    top_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    classes: dict[str, tuple[ast.ClassDef, tuple[str, ...]]] = field(default_factory=dict)
     main_guard: bool = False
+    _by_qualname: dict[str, list[Call]] | None = field(default=None, repr=False)
+    _by_attr: dict[str, list[Call]] | None = field(default=None, repr=False)
 
     # -- questions ------------------------------------------------------------------
     def calls_to(self, *qualnames: str) -> Iterator[Call]:
-        wanted = set(qualnames)
-        for c in self.calls:
-            if c.qualname in wanted:
-                yield c
+        """Calls of these qualified names, in source order."""
+        if self._by_qualname is None:
+            by: dict[str, list[Call]] = {}
+            for c in self.calls:
+                if c.qualname:
+                    by.setdefault(c.qualname, []).append(c)
+            self._by_qualname = by
+        by = self._by_qualname
+        if len(qualnames) == 1:
+            return iter(by.get(qualnames[0], ()))
+        found = [c for q in set(qualnames) for c in by.get(q, ())]
+        found.sort(key=lambda c: c.order)
+        return iter(found)
 
     def calls_matching(self, predicate) -> Iterator[Call]:
         return (c for c in self.calls if predicate(c))
 
     def method_calls(self, attr: str) -> Iterator[Call]:
-        return (c for c in self.calls if c.attr == attr and c.receiver)
+        """Calls of a method named `attr` on some receiver, in source order."""
+        if self._by_attr is None:
+            by: dict[str, list[Call]] = {}
+            for c in self.calls:
+                if c.receiver:
+                    by.setdefault(c.attr, []).append(c)
+            self._by_attr = by
+        return iter(self._by_attr.get(attr, ()))
 
     def imports_any(self, *prefixes: str) -> bool:
         return any(m == p or m.startswith(p + ".") for m in self.imported_modules for p in prefixes)
@@ -138,32 +171,186 @@ class PyIndex:
         return [a for a in self.assigns if a.resolved == resolved]
 
 
-def dotted(node: cst.BaseExpression) -> str | None:
+def dotted(node: ast.AST | None) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
+    while node.__class__ is ast.Attribute:
+        parts.append(node.attr)
         node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
+    if node.__class__ is ast.Name:
+        parts.append(node.id)
         return ".".join(reversed(parts))
+    return None
+
+
+def string(node: ast.AST | None) -> str | None:
+    """The value of a string literal (implicitly concatenated parts included), else None."""
+    if node.__class__ is ast.Constant and node.value.__class__ is str:
+        return node.value
     return None
 
 
 _DATACLASS_DECORATORS = {"dataclasses.dataclass", "dataclass", "pydantic.dataclasses.dataclass", "attr.s", "attrs.define"}
 
 
-class _Indexer(cst.CSTVisitor):
-    def __init__(self, index: PyIndex, module: cst.Module):
+class SourceText:
+    """Text of a module and the positions CPython's tree gives (UTF-8 byte columns) as code points."""
+
+    _BREAK = re.compile(r"\r\n|\r|\n")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.ascii = text.isascii()
+        self._starts: list[int] | None = None
+
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in self._BREAK.finditer(self.text)]
+        return self._starts
+
+    def column(self, line: int, byte_col: int) -> int:
+        """0-based code-point column of a 0-based UTF-8 byte column of a 1-based line."""
+        if self.ascii or byte_col <= 0:
+            return byte_col
+        starts = self.starts()
+        if line - 1 >= len(starts):
+            return byte_col
+        begin = starts[line - 1]
+        end = starts[line] if line < len(starts) else len(self.text)
+        raw = self.text[begin:end].encode("utf-8", "surrogatepass")
+        return len(raw[:byte_col].decode("utf-8", "replace"))
+
+    def offset(self, line: int, byte_col: int) -> int:
+        starts = self.starts()
+        return (starts[line - 1] if line - 1 < len(starts) else len(self.text)) + self.column(line, byte_col)
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of a node (``ast.get_source_segment``, without re-splitting the text each time)."""
+        try:
+            return self.text[self.offset(node.lineno, node.col_offset):self.offset(node.end_lineno, node.end_col_offset)]
+        except (AttributeError, TypeError):
+            return ""
+
+
+class _Leave:
+    __slots__ = ("fn", "arg")
+
+    def __init__(self, fn, arg=None):
+        self.fn, self.arg = fn, arg
+
+
+#: fields never worth walking into (expression contexts, operators) and leaf node types
+_SKIP_FIELDS = {"ctx", "op", "ops", "type_comment", "id", "attr", "kind"}
+_LEAVES = (ast.Constant, ast.Name, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal, ast.alias)
+_LEAF_TYPES = frozenset(_LEAVES)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        if issubclass(cls, _LEAVES):
+            names = ()
+        elif cls is ast.ClassDef:  # libcst's order, which the facts were written against: body before bases
+            names = ("body", "bases", "keywords", "decorator_list")
+        else:
+            names = tuple(n for n in cls._fields if n not in _SKIP_FIELDS)
+        names = names[::-1]  # the walk pushes the last field first, so the first is visited first
+        _CHILD_FIELDS[cls] = names
+    return names
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+class _Indexer:
+    def __init__(self, index: PyIndex, text: SourceText):
         self.ix = index
-        self.module = module
+        self.src = text
         self.scope: list[str] = []
         self.with_calls: set[int] = set()
         self.decorator_calls: set[int] = set()
         self.assign_target: dict[int, str] = {}
         self.class_stack: list[tuple[str, bool]] = []
-        self.branch_guard: dict[int, str | None] = {}  # id(body or orelse node) -> guard of that branch
-        self.guards: list[tuple[int, str]] = []  # (id of the branch node, guard) while inside it
+        self.guards: list[str] = []
+        self.handlers = {
+            ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
+            ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
+            ast.ClassDef: self.visit_ClassDef, ast.AnnAssign: self.visit_AnnAssign, ast.Assign: self.visit_Assign,
+            ast.With: self.visit_With, ast.AsyncWith: self.visit_With, ast.Call: self.visit_Call,
+        }
+
+    # -- the walk ----------------------------------------------------------------------
+    def walk(self, module: ast.Module) -> None:
+        """Pre-order, children in field order (as libcst's walk was), iterative: the
+        nesting the pre-checks allow (max-nesting) never meets Python's recursion limit."""
+        stack: list[Any] = [module]
+        pop, push = stack.pop, stack.append
+        handlers = self.handlers
+        node_type = ast.AST
+        leave_type = _Leave
+        if_type, call_type, dict_type = ast.If, ast.Call, ast.Dict
+        leaves = _LEAF_TYPES  # nothing to do at a name or a constant: never pushed
+        while stack:
+            node = pop()
+            cls = node.__class__
+            if cls is leave_type:
+                node.fn(node.arg)
+                continue
+            if cls is if_type:
+                self._if(node, push)
+                continue
+            h = handlers.get(cls)
+            if h is not None:
+                leave = h(node)
+                if leave is not None:
+                    push(leave)
+            if cls is call_type and node.args and node.keywords:
+                # source order, as libcst's one list of arguments: ``f(a=g(), *h())`` visits g before h
+                for x in sorted(node.args + node.keywords, key=_start, reverse=True):
+                    push(x)
+                push(node.func)
+                continue
+            if cls is dict_type:  # key, value, key, value ... (``**other`` has no key)
+                for k, v in zip(reversed(node.keys), reversed(node.values)):
+                    push(v)
+                    if k is not None:
+                        push(k)
+                continue
+            fields = _CHILD_FIELDS.get(cls)
+            if fields is None:
+                fields = _child_fields(cls)
+            for name in fields:
+                v = getattr(node, name, None)
+                if v.__class__ is list:
+                    for x in reversed(v):
+                        if x.__class__ not in leaves and isinstance(x, node_type):
+                            push(x)
+                elif v.__class__ not in leaves and isinstance(v, node_type):
+                    push(v)
+
+    def _if(self, node: ast.If, push) -> None:
+        """An ``if``: its test under the branches around it, its body and else branch under the guard
+        the test decides (an ``elif`` is the else branch's one ``if``)."""
+        test_text = self._code(node.test)
+        if not self.scope and node.test.__class__ is ast.Compare:
+            if "__name__" in test_text and "__main__" in test_text:
+                self.ix.main_guard = True
+        body_guard, else_guard = guard_of(node.test, test_text)
+        for guard, stmts in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
+            if not stmts:
+                continue
+            if guard:
+                push(_Leave(self._pop_guard))
+            for s in reversed(stmts):
+                push(s)
+            if guard:
+                push(_Leave(self.guards.append, guard))
+        push(node.test)
+
+    def _pop_guard(self, _=None) -> None:
+        self.guards.pop()
 
     # -- names -------------------------------------------------------------------------
     def resolve(self, text: str | None) -> str | None:
@@ -178,132 +365,101 @@ class _Indexer(cst.CSTVisitor):
             return f"{base}().{rest}" if rest else None
         return None
 
-    def _code(self, node: cst.CSTNode) -> str:
-        try:
-            return self.module.code_for_node(node)
-        except Exception:
-            return ""
+    def _code(self, node: ast.AST) -> str:
+        return self.src.segment(node)
 
     # -- imports ---------------------------------------------------------------------
-    def visit_Import(self, node: cst.Import) -> None:
+    def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            name = dotted(alias.name) or ""
+            name = alias.name
             self.ix.imported_modules.add(name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.ix.imports[alias.asname.name.value] = name
+            if alias.asname:
+                self.ix.imports[alias.asname] = name
             else:
                 head = name.split(".")[0]
                 self.ix.imports[head] = head
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        module = dotted(node.module) if node.module is not None else ""
-        level = len(node.relative)
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        level = node.level or 0
+        star = len(node.names) == 1 and node.names[0].name == "*"
         if level:
-            self.ix.relative_imports.append((level, module or ""))
-            if isinstance(node.names, cst.ImportStar):
+            self.ix.relative_imports.append((level, module))
+            if star:
                 return
             for alias in node.names:
-                self.ix.relative_imports.append((level, f"{module}.{dotted(alias.name)}" if module else dotted(alias.name) or ""))
+                self.ix.relative_imports.append((level, f"{module}.{alias.name}" if module else alias.name))
             return
         if module:
             self.ix.imported_modules.add(module)
-        if isinstance(node.names, cst.ImportStar):
+        if star:
             return
         for alias in node.names:
-            name = dotted(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            name = alias.name
+            local = alias.asname or name
             self.ix.imports[local] = f"{module}.{name}" if module else name
             self.ix.imported_modules.add(f"{module}.{name}")
 
     # -- scopes ------------------------------------------------------------------------
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> _Leave:
         if not self.scope and not self.class_stack:
-            self.ix.top_functions.setdefault(node.name.value, node)
-        self.scope.append(node.name.value)
-        self.ix.functions.add(node.name.value)
-        for dec in node.decorators:
-            if isinstance(dec.decorator, cst.Call):
-                self.decorator_calls.add(id(dec.decorator))
+            self.ix.top_functions.setdefault(node.name, node)
+        self.scope.append(node.name)
+        self.ix.functions.add(node.name)
+        for dec in node.decorator_list:
+            if dec.__class__ is ast.Call:
+                self.decorator_calls.add(id(dec))
+        return _Leave(self._leave_function)
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+    def _leave_function(self, _=None) -> None:
         self.scope.pop()
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def visit_ClassDef(self, node: ast.ClassDef) -> _Leave:
         is_dc = False
-        for dec in node.decorators:
-            d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        for dec in node.decorator_list:
+            d = dec.func if dec.__class__ is ast.Call else dec
             text = dotted(d)
             if text and (self.resolve(text) in _DATACLASS_DECORATORS or text in _DATACLASS_DECORATORS):
                 is_dc = True
-        bases = tuple(self.resolve(t) or t for t in (dotted(b.value) for b in node.bases) if t)
-        self.ix.classes.setdefault(node.name.value, (node, bases))
-        self.class_stack.append((node.name.value, is_dc))
+        bases = tuple(self.resolve(t) or t for t in (dotted(b) for b in node.bases) if t)
+        self.ix.classes.setdefault(node.name, (node, bases))
+        self.class_stack.append((node.name, is_dc))
         if is_dc:
-            self.ix.dataclass_fields.setdefault(node.name.value, {})
+            self.ix.dataclass_fields.setdefault(node.name, {})
+        return _Leave(self._leave_class)
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+    def _leave_class(self, _=None) -> None:
         self.class_stack.pop()
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self.class_stack and not self.scope and self.class_stack[-1][1] and isinstance(node.target, cst.Name):
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if self.class_stack and not self.scope and self.class_stack[-1][1] and node.target.__class__ is ast.Name:
             if node.value is not None:
                 value = node.value
                 # field(default=...) carries the default inside
-                if isinstance(value, cst.Call) and (dotted(value.func) or "").split(".")[-1] == "field":
-                    for arg in value.args:
-                        if arg.keyword is not None and arg.keyword.value == "default":
-                            value = arg.value
-                            break
-                    else:
-                        value = None
+                if value.__class__ is ast.Call and (dotted(value.func) or "").split(".")[-1] == "field":
+                    value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
                 if value is not None:
-                    self.ix.dataclass_fields[self.class_stack[-1][0]][node.target.value] = value
+                    self.ix.dataclass_fields[self.class_stack[-1][0]][node.target.id] = value
             return
         if node.value is not None:
             self._record_assign(node.target, node.value, node)
 
     # -- with / decorators -------------------------------------------------------------
-    def visit_With(self, node: cst.With) -> None:
+    def visit_With(self, node: ast.With) -> None:
         for item in node.items:
-            if isinstance(item.item, cst.Call):
-                self.with_calls.add(id(item.item))
-
-    def visit_If(self, node: cst.If) -> None:
-        self._enter_branch(node)  # an `elif` is the orelse branch of the `if` before it
-        if not self.scope and isinstance(node.test, cst.Comparison):
-            text = self._code(node.test)
-            if "__name__" in text and "__main__" in text:
-                self.ix.main_guard = True
-        body, orelse = guard_of(node.test, self._code(node.test))
-        self.branch_guard[id(node.body)] = body
-        if node.orelse is not None:
-            self.branch_guard[id(node.orelse)] = orelse
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self._leave_branch(original_node)
-
-    def _enter_branch(self, node: cst.CSTNode) -> None:
-        g = self.branch_guard.pop(id(node), None)
-        if g:
-            self.guards.append((id(node), g))
-
-    def _leave_branch(self, node: cst.CSTNode) -> None:
-        if self.guards and self.guards[-1][0] == id(node):
-            self.guards.pop()
-
-    visit_IndentedBlock = visit_SimpleStatementSuite = visit_Else = _enter_branch
-    leave_IndentedBlock = leave_SimpleStatementSuite = leave_Else = _leave_branch
+            if item.context_expr.__class__ is ast.Call:
+                self.with_calls.add(id(item.context_expr))
 
     # -- assignments ---------------------------------------------------------------------
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
-            self._record_assign(t.target, node.value, node)
+            self._record_assign(t, node.value, node)
 
-    def _record_assign(self, target: cst.BaseExpression, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+    def _record_assign(self, target: ast.expr, value: ast.expr, node: ast.AST) -> None:
         scope = self.scope[-1] if self.scope else ""
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                text = dotted(el.value)
+        if target.__class__ in (ast.Tuple, ast.List):
+            for el in target.elts:
+                text = dotted(el.value if el.__class__ is ast.Starred else el)
                 if text:
                     self.ix.assigns.append(Assign(text, text, UNKNOWN_EXPR, scope, node))
             return
@@ -312,25 +468,25 @@ class _Indexer(cst.CSTVisitor):
             return
         resolved = self.resolve(text) or text
         self.ix.assigns.append(Assign(text, resolved, value, scope, node))
-        if isinstance(value, cst.Call):
+        if value.__class__ is ast.Call:
             self.assign_target[id(value)] = text
             q = self.resolve(dotted(value.func))
             if q and "." not in text:
                 self.ix.var_types[text] = q
 
     # -- calls -------------------------------------------------------------------------
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         text = dotted(func)
         attr = ""
         receiver = ""
-        if isinstance(func, cst.Attribute):
-            attr = func.attr.value
+        if func.__class__ is ast.Attribute:
+            attr = func.attr
             receiver = dotted(func.value) or self._code(func.value)
-        elif isinstance(func, cst.Name):
-            attr = func.value
+        elif func.__class__ is ast.Name:
+            attr = func.id
         qual = self.resolve(text) if text else None
-        if qual is None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+        if qual is None and func.__class__ is ast.Attribute and func.value.__class__ is ast.Call:
             inner = self.resolve(dotted(func.value.func))
             if inner:
                 qual = f"{inner}().{attr}"
@@ -344,36 +500,31 @@ class _Indexer(cst.CSTVisitor):
             in_with=id(node) in self.with_calls,
             decorator=id(node) in self.decorator_calls,
             assigned_to=self.assign_target.get(id(node), ""),
-            guards=tuple(g for _, g in self.guards),
+            guards=tuple(self.guards),
+            order=len(self.ix.calls),
         )
         self.ix.calls.append(call)
         if attr == "add_argument":
             self._record_cli(node)
 
-    def _record_cli(self, node: cst.Call) -> None:
-        flags = []
-        for arg in node.args:
-            if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
-                flags.append(arg.value.evaluated_value)
-        flags = [f for f in flags if isinstance(f, str)]
+    def _record_cli(self, node: ast.Call) -> None:
+        flags = [s for s in (string(a) for a in node.args) if s is not None]
         if not flags:
             return
         dest = None
         default: Any = None
         has_default = False
         action = None
-        for arg in node.args:
-            if arg.keyword is None:
-                continue
-            key = arg.keyword.value
+        for kw in node.keywords:
+            key = kw.arg
             if key == "dest":
-                d = literal(arg.value)
+                d = literal(kw.value)
                 dest = d if isinstance(d, str) else None
             elif key == "default":
                 has_default = True
-                default = literal(arg.value)
+                default = literal(kw.value)
             elif key == "action":
-                a = literal(arg.value)
+                a = literal(kw.value)
                 action = a if isinstance(a, str) else None
         if dest is None:
             longs = [f for f in flags if f.startswith("--")]
@@ -386,36 +537,26 @@ class _Indexer(cst.CSTVisitor):
         self.ix.cli[dest] = CliArgument(tuple(flags), dest, default, has_default, action, node)
 
 
-UNKNOWN_EXPR = cst.Name("__gpulint_unknown__")
+UNKNOWN_EXPR = ast.Name("__gpulint_unknown__", ast.Load())
+
+_ARITHMETIC = {ast.Mult: "Multiply", ast.Add: "Add", ast.Sub: "Subtract", ast.FloorDiv: "FloorDivide"}
 
 
-def literal(node: cst.BaseExpression | None) -> Any:
+def literal(node: ast.AST | None) -> Any:
     """The Python value of a literal expression, or UNKNOWN."""
     if node is None:
         return UNKNOWN
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-        try:
-            v = node.evaluated_value
-            return v if isinstance(v, str) else UNKNOWN
-        except Exception:
-            return UNKNOWN
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return UNKNOWN
-    if isinstance(node, cst.Float):
-        try:
-            return float(node.value.replace("_", ""))
-        except ValueError:
-            return UNKNOWN
-    if isinstance(node, cst.Name):
-        return {"True": True, "False": False, "None": None}.get(node.value, UNKNOWN)
-    if isinstance(node, cst.BinaryOperation):
+    cls = node.__class__
+    if cls is ast.Constant:
+        v = node.value
+        if v is None or v.__class__ in (str, int, float, bool):
+            return v
+        return UNKNOWN  # bytes, complex numbers, Ellipsis
+    if cls is ast.BinOp:
         # constant folding of plain arithmetic: max_wait=48 * 3600
         a, b = literal(node.left), literal(node.right)
+        op = _ARITHMETIC.get(node.op.__class__)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
-            op = type(node.operator).__name__
             try:
                 if op == "Multiply":
                     return a * b
@@ -427,26 +568,43 @@ def literal(node: cst.BaseExpression | None) -> Any:
                     return a // b
             except OverflowError:
                 return UNKNOWN
-        if isinstance(a, str) and isinstance(b, str) and isinstance(node.operator, cst.Add):
+        if isinstance(a, str) and isinstance(b, str) and op == "Add":
             return a + b
         return UNKNOWN
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        v = literal(node.expression)
+    if cls is ast.UnaryOp and node.op.__class__ is ast.USub:
+        v = literal(node.operand)
         return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else UNKNOWN
-    if isinstance(node, (cst.List, cst.Tuple)):
-        vals = [literal(e.value) for e in node.elements]
+    if cls is ast.List or cls is ast.Tuple:
+        vals = [literal(e) for e in node.elts]
         return UNKNOWN if any(v is UNKNOWN for v in vals) else vals
-    if isinstance(node, cst.Dict):
+    if cls is ast.Dict:
         out = {}
-        for el in node.elements:
-            if not isinstance(el, cst.DictElement):
+        for k_node, v_node in zip(node.keys, node.values):
+            if k_node is None:  # ``**other``
                 return UNKNOWN
-            k, v = literal(el.key), literal(el.value)
+            k, v = literal(k_node), literal(v_node)
             if k is UNKNOWN or v is UNKNOWN:
                 return UNKNOWN
-            out[k] = v
+            try:
+                out[k] = v
+            except TypeError:  # an unhashable key ([1]: 2) is an error at run time
+                return UNKNOWN
         return out
     return UNKNOWN
+
+
+def dict_items(node: ast.AST | None) -> list[tuple[ast.expr | None, ast.expr]] | None:
+    """(key, value) nodes of a dict display (key None for ``**other``), else None."""
+    if node.__class__ is not ast.Dict:
+        return None
+    return list(zip(node.keys, node.values))
+
+
+def elements(node: ast.AST | None) -> list[ast.expr] | None:
+    """The element nodes of a list or tuple display, else None."""
+    if node.__class__ in (ast.List, ast.Tuple):
+        return list(node.elts)
+    return None
 
 
 _CPU_WORDS = re.compile(r"""(==\s*["']cpu["']|["']cpu["']\s*(==|in\b)|\bno_cuda\b|\buse_cpu\b|\bcpu_only\b|\bon_cpu\b)""")
@@ -455,18 +613,18 @@ _MULTI = re.compile(r"""(device_count\(\)|\bn_gpus?\b|\bnum_gpus\b|\bworld_size\
 _DEBUG = re.compile(r"""\b(debug|DEBUG|verbose|VERBOSE|is_debug|debug_mode|dry_run)\b""")
 
 
-def guard_of(test: cst.BaseExpression, text: str) -> tuple[str | None, str | None]:
+def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:
     """(guard of the body, guard of the else branch) of an ``if`` test: which runs only without a
     GPU, only with one (or several), only in a debug run, or never."""
     negated = False
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    while test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
         negated = not negated
-        test = test.expression
+        test = test.operand
         text = text.strip()[3:].strip() if text.strip().startswith("not") else text
     lit = literal(test)
     if lit is False or lit == 0 and not isinstance(lit, bool) and lit is not UNKNOWN:
         return ("dead", None) if not negated else (None, "dead")
-    if isinstance(test, cst.BooleanOperation):
+    if test.__class__ is ast.BoolOp:
         return None, None  # `a and b`: neither branch is decided by one check alone
     body: str | None
     other: str | None
@@ -483,52 +641,9 @@ def guard_of(test: cst.BaseExpression, text: str) -> tuple[str | None, str | Non
     return (other, body) if negated else (body, other)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    names = _FIELDS.get(type(node))
-    if names is None:
-        import dataclasses
-
-        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
-    kids: list[cst.CSTNode] = []
-    for name in names:
-        v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
-            kids.append(v)
-        elif isinstance(v, (list, tuple)):
-            kids.extend(x for x in v if isinstance(x, cst.CSTNode))
-    return kids
-
-
-def walk(module: cst.Module, visitor: cst.CSTVisitor) -> None:
-    """Pre-order walk calling ``visit_<Node>``/``leave_<Node>`` like libcst's
-    own ``Module.visit``, but read-only: libcst's visit rebuilds every node
-    (it serves transformers too) and costs as much as the parse; this walk
-    costs about a fifth of it."""
-    handlers: dict[type, tuple] = {}
-    stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
-    while stack:
-        node, leaving = stack.pop()
-        cls = type(node)
-        h = handlers.get(cls)
-        if h is None:
-            name = cls.__name__
-            h = handlers[cls] = (getattr(visitor, f"visit_{name}", None), getattr(visitor, f"leave_{name}", None))
-        if leaving:
-            h[1](node)
-            continue
-        if h[0] is not None and h[0](node) is False:
-            continue
-        if h[1] is not None:
-            stack.append((node, True))
-        stack.extend((c, False) for c in reversed(_children(node)))
-
-
-def build_index(module: cst.Module) -> PyIndex:
+def build_index(module: ast.Module, text: "SourceText | str") -> PyIndex:
     ix = PyIndex()
-    walk(module, _Indexer(ix, module))
+    _Indexer(ix, text if isinstance(text, SourceText) else SourceText(text)).walk(module)
     return ix
 
 
@@ -556,32 +671,34 @@ class Evaluator:
     def __init__(self, index: PyIndex):
         self.ix = index
 
-    def value(self, node: cst.BaseExpression | None, scope: str = "", depth: int = 0) -> Any:
+    def value(self, node: ast.AST | None, scope: str = "", depth: int = 0) -> Any:
         if node is None or depth > 8:
             return UNKNOWN
         lit = literal(node)
         if lit is not UNKNOWN:
             return lit
-        if isinstance(node, cst.BinaryOperation):
+        cls = node.__class__
+        if cls is ast.BinOp:
             a, b = self.value(node.left, scope, depth + 1), self.value(node.right, scope, depth + 1)
-            if isinstance(a, str) and isinstance(b, str) and isinstance(node.operator, cst.Add):
+            op = node.op.__class__
+            if isinstance(a, str) and isinstance(b, str) and op is ast.Add:
                 return a + b
-            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) and isinstance(node.operator, (cst.Multiply, cst.Add)):
-                return a * b if isinstance(node.operator, cst.Multiply) else a + b
+            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)) and op in (ast.Mult, ast.Add):
+                return a * b if op is ast.Mult else a + b
             return UNKNOWN
-        if isinstance(node, cst.IfExp):
+        if cls is ast.IfExp:
             return OneOf.of([self.value(node.body, scope, depth + 1), self.value(node.orelse, scope, depth + 1)])
-        if isinstance(node, cst.Subscript):
+        if cls is ast.Subscript:
             return self._subscript(node, scope, depth)
-        if isinstance(node, cst.Call) and dotted(node.func) == "getattr" and len(node.args) >= 2:
+        if cls is ast.Call and dotted(node.func) == "getattr" and len(node.args) >= 2:
             return self._getattr(node, scope, depth)
-        if isinstance(node, cst.FormattedString):
+        if cls is ast.JoinedStr:
             parts = []
-            for p in node.parts:
-                if isinstance(p, cst.FormattedStringText):
+            for p in node.values:
+                if p.__class__ is ast.Constant and isinstance(p.value, str):
                     parts.append(p.value)
-                elif isinstance(p, cst.FormattedStringExpression) and p.format_spec is None and p.conversion is None:
-                    v = self.value(p.expression, scope, depth + 1)
+                elif p.__class__ is ast.FormattedValue and p.format_spec is None and p.conversion == -1:
+                    v = self.value(p.value, scope, depth + 1)
                     if not isinstance(v, (str, int)) or isinstance(v, bool):
                         return UNKNOWN
                     parts.append(str(v))
@@ -600,34 +717,37 @@ class Evaluator:
                 return self._attribute(head, attr, scope, depth)
         return UNKNOWN
 
-    def _subscript(self, node: cst.Subscript, scope: str, depth: int) -> Any:
+    def _subscript(self, node: ast.Subscript, scope: str, depth: int) -> Any:
         """``{"bf16": torch.bfloat16, "fp16": torch.float16}[key]``: the entry, or one of the entries."""
         table = node.value
-        if isinstance(table, cst.Name):
-            assigns = self._assigns(table.value, scope)
+        if table.__class__ is ast.Name:
+            assigns = self._assigns(table.id, scope)
             table = assigns[0].value if len(assigns) == 1 else None
-        if not isinstance(table, cst.Dict) or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        if table.__class__ is not ast.Dict or node.slice.__class__ in (ast.Slice, ast.Tuple):
             return UNKNOWN
         entries = {}
-        for el in table.elements:
-            if not isinstance(el, cst.DictElement):
+        for k_node, v_node in zip(table.keys, table.values):
+            if k_node is None:
                 return UNKNOWN
-            k = literal(el.key)
+            k = literal(k_node)
             if k is UNKNOWN:
                 return UNKNOWN
-            entries[k] = self.value(el.value, scope, depth + 1)
-        key = self.value(node.slice[0].slice.value, scope, depth + 1)
+            try:
+                entries[k] = self.value(v_node, scope, depth + 1)
+            except TypeError:
+                return UNKNOWN
+        key = self.value(node.slice, scope, depth + 1)
         if isinstance(key, OneOf):
             return OneOf.of([entries.get(k, UNKNOWN) for k in key.choices])
         if isinstance(key, dict) and "cli_arg" in key:  # a flag picks the entry: the default's, or any
             return OneOf.of(entries.values())
         return entries.get(key, UNKNOWN) if key is not UNKNOWN and not isinstance(key, (dict, list)) else UNKNOWN
 
-    def _getattr(self, node: cst.Call, scope: str, depth: int) -> Any:
+    def _getattr(self, node: ast.Call, scope: str, depth: int) -> Any:
         """``getattr(torch, args.dtype)``: a dtype named by a string (or by a flag with a default)."""
-        if self._resolve(dotted(node.args[0].value) or "") != "torch":
+        if self._resolve(dotted(node.args[0]) or "") != "torch":
             return UNKNOWN
-        name = self.value(node.args[1].value, scope, depth + 1)
+        name = self.value(node.args[1], scope, depth + 1)
         if isinstance(name, str):
             return DTYPES.get(f"torch.{name}", UNKNOWN)
         if isinstance(name, OneOf):
@@ -663,16 +783,16 @@ class Evaluator:
             if v is UNKNOWN_EXPR:
                 # ``model_args, training_args = parser.parse_args_into_dataclasses()``
                 return self._from_cli(attr)
-            if isinstance(v, cst.Call):
+            if v.__class__ is ast.Call:
                 callee = dotted(v.func) or ""
                 last = callee.split(".")[-1]
                 if last in _PARSE_ARGS:
                     return self._from_cli(attr)
                 fields = self.ix.dataclass_fields.get(last)
                 if fields is not None:
-                    for arg in v.args:
-                        if arg.keyword is not None and arg.keyword.value == attr:
-                            return self.value(arg.value, scope, depth + 1)
+                    for kw in v.keywords:
+                        if kw.arg == attr:
+                            return self.value(kw.value, scope, depth + 1)
                     if attr in fields:
                         return self.value(fields[attr], "", depth + 1)
                     return UNKNOWN

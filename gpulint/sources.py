@@ -1,12 +1,14 @@
 """A file parsed once and shared by every extractor and rule.
 
-A ``Source`` holds the text and the parsed tree of one file. Positions of
-Python nodes are computed lazily, only when something asks for one (most
-files never produce a fact or finding, and position metadata costs more than
-the parse itself).
+A ``Source`` holds the text and the parsed tree of one file. Python (and the
+code cells of a notebook) is parsed by CPython's own parser into ``syntax``
+(an ``ast.Module``), whose nodes carry their positions; libcst's lossless
+``tree`` is parsed only when something asks for it (a plugin's rule that
+walks libcst nodes), since it costs about ten times CPython's parse.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,17 @@ class Source:
     shell: list[tuple[int, str]] = field(default_factory=list)
     _positions: Any = None
     _index: Any = None
+    #: Python and notebooks: CPython's syntax tree of `text` (positions in UTF-8 bytes, see node_loc)
+    syntax: Any = None
+    _text_index: Any = None
+
+    def source_text(self):
+        """`text` with its line starts and column conversion (gpulint.pyindex.SourceText), built once."""
+        if self._text_index is None:
+            from gpulint.pyindex import SourceText
+
+            self._text_index = SourceText(self.text)
+        return self._text_index
 
     # -- locations ---------------------------------------------------------------
     def loc(self, line: int, column: int = 1, end_line: int | None = None, end_column: int | None = None) -> Location:
@@ -57,13 +70,18 @@ class Source:
         return best
 
     def node_loc(self, node: Any) -> Location:
-        """Location of a libcst node.
+        """Location of a node of CPython's tree (``syntax``) or of libcst's (``tree``).
+
+        An ``ast`` node carries its own range (columns in UTF-8 bytes, turned
+        into code points here). For a libcst node:
 
         libcst is lossless, so a node's own code appears verbatim in the text:
         when it appears exactly once, its offset is its position. Only when the
         text is ambiguous are positions resolved for the whole module (the
         metadata pass costs about twice the parse, so most files never pay it).
         """
+        if isinstance(node, ast.AST):
+            return self._ast_loc(node)
         if self._positions is None and self.tree is not None:
             try:
                 code = self.tree.code_for_node(node)
@@ -87,6 +105,17 @@ class Source:
             return self.loc(1, 1)
         return self.loc(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
 
+    def _ast_loc(self, node: ast.AST) -> Location:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return self.loc(1, 1)
+        st = self.source_text()
+        col = st.column(line, node.col_offset) + 1
+        end_line = getattr(node, "end_lineno", None)
+        if end_line is None:
+            return self.loc(line, col)
+        return self.loc(line, col, end_line, st.column(end_line, node.end_col_offset) + 1)
+
     @property
     def lines(self) -> list[str]:
         return self.text.splitlines()
@@ -96,3 +125,28 @@ class Source:
             if needle in line:
                 return i
         return None
+
+
+class PythonSource(Source):
+    """Python source, or a notebook's code cells as one module: ``syntax`` is
+    CPython's tree; ``tree`` (libcst's) is parsed on first use."""
+
+    _cst: Any = None
+    _cst_tried: bool = False
+
+    @property  # type: ignore[override]
+    def tree(self) -> Any:
+        if not self._cst_tried:
+            self._cst_tried = True
+            import libcst as cst
+
+            try:
+                self._cst = cst.parse_module(self.text)
+            except Exception:  # CPython read it; a libcst that lags behind the grammar may not
+                self._cst = None
+        return self._cst
+
+    @tree.setter
+    def tree(self, value: Any) -> None:
+        self._cst = value
+        self._cst_tried = value is not None

@@ -30,17 +30,44 @@ PROJECTS = ("transformers", "diffusers", "deepspeed", "accelerate", "lightning",
             "datasets", "bitsandbytes")
 
 
-def fetch(name: str, cache: Path, fmt: str) -> Path:
-    """The unpacked distribution of `name` (downloaded once)."""
+def fetch(name: str, cache: Path, fmt: str, version: str | None = None) -> Path:
+    """The unpacked distribution of `name` (downloaded once); of exactly `version` when given
+    (``scripts/bench.py`` pins its corpus so that runs months apart read the same files)."""
+    only = ["--no-binary", ":all:"] if fmt == "sdist" else ["--only-binary", ":all:"]
+    if version is not None:
+        stem = f"{name}-{version}"
+        legacy = cache / "src" / name / stem  # where an unpinned fetch of that version unpacked it
+        if legacy.is_dir():
+            return legacy
+        target = cache / "src" / stem
+        if target.is_dir() and any(target.iterdir()):
+            return target
+        dl = cache / "dl" / name
+        dl.mkdir(parents=True, exist_ok=True)
+        archive = next((p for p in dl.iterdir() if _is_version(p.name, name, version)), None)
+        if archive is None:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", *only, "-d", str(dl),
+                            f"{name}=={version}"], check=True)
+            archive = next(p for p in dl.iterdir() if _is_version(p.name, name, version))
+        return _unpack(archive, target)
     target = cache / "src" / name
     if target.is_dir() and any(target.iterdir()):
         return target
     dl = cache / "dl" / name
     dl.mkdir(parents=True, exist_ok=True)
     if not any(dl.iterdir()):
-        only = ["--no-binary", ":all:"] if fmt == "sdist" else ["--only-binary", ":all:"]
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", *only, "-d", str(dl), name], check=True)
-    archive = next(dl.iterdir())
+    return _unpack(next(dl.iterdir()), target)
+
+
+def _is_version(filename: str, name: str, version: str) -> bool:
+    """Is `filename` an sdist or wheel of `name` `version` (names compared as pip normalises them)?"""
+    norm = filename.lower().replace("_", "-")
+    stem = f"{name}-{version}".lower().replace("_", "-")
+    return norm.startswith(stem) and norm[len(stem):len(stem) + 1] in (".", "-")
+
+
+def _unpack(archive: Path, target: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     if archive.suffix in (".whl", ".zip"):
         with zipfile.ZipFile(archive) as z:

@@ -1,13 +1,15 @@
 """Parsers of the built-in file kinds: each parses once and returns a Source."""
 from __future__ import annotations
 
+import ast
 import json
 import re
+import sys
 
 from gpulint.ipython import python_lines, shell_commands
-from gpulint.limits import LimitExceeded, check_python
+from gpulint.limits import LimitExceeded, python_syntax
 from gpulint.templates import has_template
-from gpulint.sources import ParseError, Source
+from gpulint.sources import ParseError, PythonSource, Source
 from gpulint.yamlnodes import Doc, YamlError, load_documents
 
 
@@ -16,23 +18,38 @@ def parse_python(text: str, path: str) -> Source:
         line, col, msg = where
         return ParseError(f"Python syntax error: {msg}", line, col)
 
-    return Source(path, "python", text, _parse_module(text, syntax_error))
+    source = PythonSource(path, "python", text)
+    source.syntax = _parse_module(text, syntax_error)
+    return source
 
 
-def _parse_module(text: str, syntax_error):
-    """libcst's tree of `text`, after the pre-checks that keep input which would
-    crash or stall its native parser away from it (gpulint.limits)."""
+def _parse_module(text: str, syntax_error) -> ast.Module:
+    """CPython's syntax tree of `text`, within the budgets of gpulint.limits
+    (which also keep input that would crash or stall libcst's native parser
+    from it, should a plugin ask for libcst's tree later).
+
+    Text this interpreter cannot parse is given to libcst for its verdict: a
+    syntax error is reported at CPython's position and in its words; text that
+    libcst reads is newer grammar than the running Python's, said as such."""
+    tree, cpython_error = python_syntax(text)  # raises LimitExceeded
+    if tree is not None:
+        return tree
     import libcst as cst
 
-    cpython_error = check_python(text)  # raises LimitExceeded
     try:
-        return cst.parse_module(text)
+        cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         raise syntax_error(_python_error(text, exc, cpython_error), exc) from None
     except (RecursionError, MemoryError):
         raise ParseError("Python source too deeply nested to parse") from None
     except Exception as exc:  # libcst raises a few other types on odd input
         raise ParseError(f"Python source could not be parsed: {_first_line(str(exc))}") from None
+    if cpython_error is None:  # CPython refused the text outright (a NUL byte past the binary check)
+        raise ParseError("Python source could not be parsed: it contains a NUL byte")
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    line, col = cpython_error.lineno or 1, max(1, cpython_error.offset or 1)
+    raise syntax_error((line, col, f"{_first_line(cpython_error.msg)} (this is newer syntax than Python {version}, which runs "
+                                   f"gpulint, reads: run gpulint on a newer Python to check this file)"), None) from None
 
 
 def _python_error(text: str, exc, err: SyntaxError | None = None) -> tuple[int, int, str]:
@@ -92,9 +109,9 @@ def parse_notebook(text: str, path: str) -> Source:
         raise ParseError("not a Jupyter notebook: no 'cells' list")
     language = notebook_language(nb)
     if language is not None and not language.startswith(_PYTHON_KERNELS):
-        import libcst as cst
-
-        return Source(path, "notebook", "\n", cst.parse_module("\n"), cells=[])
+        empty = PythonSource(path, "notebook", "\n", cells=[])
+        empty.syntax = ast.parse("\n")
+        return empty
     file_lines = _source_lines_in_file(text, len(cells))
     shell: list[tuple[int, str]] = []
     parts: list[str] = []
@@ -116,8 +133,8 @@ def parse_notebook(text: str, path: str) -> Source:
         parts.append("\n".join(body))
         line += len(body)
     module = "\n".join(parts) + "\n"
-    source = Source(path, "notebook", module, None, cells=mapping, shell=shell)
-    source.tree = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
+    source = PythonSource(path, "notebook", module, cells=mapping, shell=shell)
+    source.syntax = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
     return source
 
 

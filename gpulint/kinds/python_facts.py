@@ -12,10 +12,10 @@ import re
 import posixpath
 from typing import Any
 
-import libcst as cst
+import ast
 
 from gpulint.model import Fact
-from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, build_index, dotted, literal
+from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, SourceText, build_index, dotted, elements, literal, string
 from gpulint.sources import Source
 
 #: cheap text gate: a Python file mentioning none of these cannot hold a fact
@@ -101,7 +101,7 @@ class _Facts:
         self.ev = Evaluator(ix)
         self.out: list[Fact] = []
 
-    def add(self, kind: str, value: Any, node: cst.CSTNode, key: str = "", **attrs: Any) -> None:
+    def add(self, kind: str, value: Any, node: ast.AST, key: str = "", **attrs: Any) -> None:
         self.out.append(Fact(kind, value, self.src.node_loc(node), key, "", attrs))
 
     def val(self, call: Call, kw: str | None = None, pos: int | None = None) -> Any:
@@ -115,7 +115,7 @@ class _Facts:
     def present(self, call: Call, kw: str) -> bool:
         return self.kwarg(call, kw) is not None
 
-    def kwarg(self, call: Call, kw: str) -> cst.BaseExpression | None:
+    def kwarg(self, call: Call, kw: str) -> ast.expr | None:
         """A keyword argument, also when it comes in a ``**settings`` dict literal (``settings = dict(...)``
         or ``{...}`` assigned once in the same scope or at module level)."""
         node = call.kwarg(kw)
@@ -130,47 +130,46 @@ class _Facts:
         """``**kwargs`` whose keys cannot be read: any keyword may be set there."""
         return call.has_star_kwargs and self._star_dicts(call) is None
 
-    def _star_dicts(self, call: Call) -> list[dict[str, cst.BaseExpression]] | None:
+    def _star_dicts(self, call: Call) -> list[dict[str, ast.expr]] | None:
         out = []
-        for arg in call.node.args:
-            if arg.star != "**":
+        for kw in call.node.keywords:
+            if kw.arg is not None:
                 continue
-            table = _dict_literal(arg.value, self.ix, call.scope)
+            table = _dict_literal(kw.value, self.ix, call.scope)
             if table is None:
                 return None
             out.append(table)
         return out
 
 
-def _dict_literal(node: cst.BaseExpression, ix: PyIndex, scope: str, depth: int = 0) -> dict[str, cst.BaseExpression] | None:
+def _dict_literal(node: ast.expr, ix: PyIndex, scope: str, depth: int = 0) -> dict[str, ast.expr] | None:
     """Keys and value nodes of ``{"k": v}`` / ``dict(k=v)`` (possibly through one name), else None."""
     if depth > 3:
         return None
-    if isinstance(node, cst.Name):
-        assigns = [a for a in ix.assigns if a.target == node.value and a.scope == scope] or \
-                  [a for a in ix.assigns if a.target == node.value and a.scope == ""]
-        if len(assigns) != 1 or not isinstance(assigns[0].value, cst.BaseExpression):
+    if isinstance(node, ast.Name):
+        assigns = [a for a in ix.assigns if a.target == node.id and a.scope == scope] or \
+                  [a for a in ix.assigns if a.target == node.id and a.scope == ""]
+        if len(assigns) != 1 or not isinstance(assigns[0].value, ast.expr):
             return None
         return _dict_literal(assigns[0].value, ix, assigns[0].scope, depth + 1)
-    if isinstance(node, cst.Dict):
-        out: dict[str, cst.BaseExpression] = {}
-        for el in node.elements:
-            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+    if isinstance(node, ast.Dict):
+        out: dict[str, ast.expr] = {}
+        for k, v in zip(node.keys, node.values):
+            key = string(k)
+            if key is None:  # ``**other`` or a key that is not a string literal
                 return None
-            key = el.key.evaluated_value
-            if not isinstance(key, str):
-                return None
-            out[key] = el.value
+            out[key] = v
         return out
-    if isinstance(node, cst.Call) and dotted(node.func) == "dict" and all(a.keyword is not None for a in node.args):
-        return {a.keyword.value: a.value for a in node.args}
+    if isinstance(node, ast.Call) and dotted(node.func) == "dict" and not node.args and all(k.arg is not None for k in node.keywords):
+        return {k.arg: k.value for k in node.keywords}
     return None
 
 
 def python_facts(source: Source) -> list[Fact]:
-    if source.tree is None:
+    syntax = getattr(source, "syntax", None)
+    if syntax is None:
         return []
-    ix = source._index or build_index(source.tree)
+    ix = source._index or build_index(syntax, source.source_text())
     source._index = ix
     f = _Facts(source, ix)
     _training(f)
@@ -275,7 +274,7 @@ def _training(f: _Facts) -> None:
         f.add("inference", {"via": "generate"}, c.node, "generate")
         break
     for c in ix.method_calls("eval"):
-        if not c.node.args and (c.qualname or "") not in ("eval", "builtins.eval"):
+        if not c.has_args and (c.qualname or "") not in ("eval", "builtins.eval"):
             f.add("inference", {"via": "eval"}, c.node, "eval")
             break
     for c in ix.calls_to("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
@@ -433,12 +432,13 @@ def _precision(f: _Facts) -> None:
             f.add("precision", {"mechanism": "deepspeed", "dtype": None, "enabled": None, "from_config": True}, c.node, "deepspeed.initialize")
     # model cast: model.half() / model.to(torch.bfloat16) / model.to(dtype) / from_pretrained(torch_dtype=...)
     for c in ix.calls:
-        if c.attr == "half" and c.receiver and not c.node.args:
+        if c.attr == "half" and c.receiver and not c.has_args:
             f.add("precision", {"mechanism": "model_cast", "dtype": "fp16", "enabled": True}, c.node, "half")
-        elif c.attr in ("bfloat16",) and c.receiver and not c.node.args and not (c.qualname or "").startswith("torch"):
+        elif c.attr in ("bfloat16",) and c.receiver and not c.has_args and not (c.qualname or "").startswith("torch"):
             f.add("precision", {"mechanism": "model_cast", "dtype": "bf16", "enabled": True}, c.node, "bfloat16")
         elif c.attr == "to" and c.receiver:
-            args = [a.value for a in c.node.args if a.keyword is None or a.keyword.value == "dtype"]
+            args = [a.value if isinstance(a, ast.Starred) else a for a in c.node.args] + \
+                   [v for k, v in c.keywords() if k == "dtype"]
             for arg in args:
                 enabled, dtype = half_precision(f.ev.value(arg, c.scope))
                 if enabled is True or enabled == "by_dtype":
@@ -471,11 +471,11 @@ TRL_BF16_DEFAULT = "TRL >= 0.19 turns bf16 on when fp16 is not set; older releas
 def _parsed_classes(f: _Facts, c: Call) -> list[str]:
     """Qualified names of the dataclasses an HfArgumentParser(...) call parses."""
     first = c.positional(0) or c.kwarg("dataclass_types")
-    items = first.elements if isinstance(first, (cst.Tuple, cst.List)) else [first] if first is not None else []
+    items = elements(first)
+    items = items if items is not None else [first] if first is not None else []
     out = []
-    for el in items:
-        node = el.value if hasattr(el, "value") and not isinstance(el, cst.BaseExpression) else el
-        text = dotted(node) if node is not None else None
+    for node in items:
+        text = dotted(node.value if isinstance(node, ast.Starred) else node)
         if text:
             head, _, rest = text.partition(".")
             out.append((f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text)
@@ -547,7 +547,7 @@ def _hf_args(f: _Facts, c: Call) -> None:
         f.add("checkpoint.save", {"via": "hf_trainer", "dir": values.get("output_dir"), "default": True}, c.node, "save_strategy")
 
 
-def _deepspeed_dict(f: _Facts, cfg: dict, node: cst.CSTNode) -> None:
+def _deepspeed_dict(f: _Facts, cfg: dict, node: ast.AST) -> None:
     fp16 = (cfg.get("fp16") or {}).get("enabled") if isinstance(cfg.get("fp16"), dict) else None
     bf16 = (cfg.get("bf16") or cfg.get("bfloat16") or {}) if isinstance(cfg.get("bf16") or cfg.get("bfloat16"), dict) else {}
     bf16 = bf16.get("enabled") if bf16 else None
@@ -592,12 +592,12 @@ def _in_memory_dataset(f: _Facts, c: Call) -> bool:
     """The dataset is tensors already in memory (TensorDataset): indexing is free, workers add nothing."""
     node = f.kwarg(c, "dataset") or c.positional(0)
     for _ in range(3):
-        if isinstance(node, cst.Name):
-            assigns = [a for a in f.ix.assigns if a.target == node.value and a.scope in (c.scope, "")]
-            node = assigns[-1].value if assigns and isinstance(assigns[-1].value, cst.BaseExpression) else None
+        if isinstance(node, ast.Name):
+            assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (c.scope, "")]
+            node = assigns[-1].value if assigns and isinstance(assigns[-1].value, ast.expr) else None
             continue
         break
-    if isinstance(node, cst.Call):
+    if isinstance(node, ast.Call):
         text = dotted(node.func) or ""
         head, _, rest = text.partition(".")
         q = (f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text
@@ -617,7 +617,8 @@ def _distributed(f: _Facts) -> None:
     for c in ix.calls_to(*INIT_PG):
         if f.present(c, "backend") or c.positional(0) is not None:
             b = f.val(c, "backend", 0)
-            backend = None if b is UNKNOWN else str(b).lower() if b is not None else None
+            # a backend chosen at run time (``"nccl" if cuda else "gloo"``) is unknown, as in any fact
+            backend = None if b is UNKNOWN or isinstance(b, OneOf) else str(b).lower() if b is not None else None
             explicit = True
         else:
             backend, explicit = None, False  # torch picks NCCL for CUDA when none is given
@@ -691,22 +692,22 @@ def _checkpoints(f: _Facts) -> None:
 _LOADERS = {"torch.load", "safetensors.torch.load_file", "torch.distributed.checkpoint.load"}
 
 
-def _from_file(f: _Facts, arg: cst.BaseExpression | None, scope: str, depth: int = 0) -> bool:
+def _from_file(f: _Facts, arg: ast.expr | None, scope: str, depth: int = 0) -> bool:
     """Is a state dict read from a file (torch.load(...), ckpt["model"] of a
     loaded dict)? Copying between live modules (ema.load_state_dict(model.state_dict()))
     is not a resume."""
     if arg is None or depth > 4:
         return False
-    if isinstance(arg, cst.Subscript):
+    if isinstance(arg, ast.Subscript):
         return _from_file(f, arg.value, scope, depth + 1)
-    if isinstance(arg, cst.Call):
+    if isinstance(arg, ast.Call):
         q = f.ix.imports.get((dotted(arg.func) or "").split(".")[0], "")
         full = (q + "." + (dotted(arg.func) or "").split(".", 1)[1]) if q and "." in (dotted(arg.func) or "") else f.ix.imports.get(dotted(arg.func) or "", "")
         return full in _LOADERS or (dotted(arg.func) or "").endswith(("load_file", "torch.load"))
-    if isinstance(arg, cst.Name):
+    if isinstance(arg, ast.Name):
         for a in f.ix.assigns:
-            if a.target == arg.value and (a.scope == scope or a.scope == ""):
-                if _from_file(f, a.value if isinstance(a.value, cst.BaseExpression) else None, scope, depth + 1):
+            if a.target == arg.id and (a.scope == scope or a.scope == ""):
+                if _from_file(f, a.value if isinstance(a.value, ast.expr) else None, scope, depth + 1):
                     return True
     return False
 
@@ -738,11 +739,10 @@ def _models(f: _Facts) -> None:
         q = c.qualname or ""
         if q.startswith("transformers.") and q.endswith("Config") and "()" not in q and not q.endswith(("BitsAndBytesConfig", "GenerationConfig")):
             dims = {}
-            for arg in c.node.args:
-                if arg.keyword is not None:
-                    v = f.ev.value(arg.value, c.scope)
-                    if isinstance(v, (int, float, str, bool)):
-                        dims[arg.keyword.value] = v
+            for name, node in c.keywords():
+                v = f.ev.value(node, c.scope)
+                if isinstance(v, (int, float, str, bool)):
+                    dims[name] = v
             if any(k in dims for k in ("hidden_size", "n_embd", "d_model")):
                 dims.setdefault("model_type", q.split(".")[-1][: -len("Config")].lower())
                 f.add("model.config", dims, c.node, q)
@@ -853,14 +853,14 @@ def _config_call(f: _Facts, call: Call, kw: str, *names: str) -> Call | None:
     """The ``Compute(...)``-like call passed as ``kw``, written inline or assigned to a
     name first; ``names`` are class names of the SageMaker config modules."""
     node = call.kwarg(kw)
-    if isinstance(node, cst.Name):
+    if isinstance(node, ast.Name):
         # the assignment that runs last before the call (notebooks reassign `compute = ...` cell by cell)
-        line = f.src.node_loc(call.node).line
-        assigns = [a for a in f.ix.assigns if a.target == node.value and a.scope in (call.scope, "")]
+        line = call.node.lineno
+        assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (call.scope, "")]
         local = [a for a in assigns if a.scope == call.scope] or assigns
-        before = [a for a in local if f.src.node_loc(a.node).line <= line]
+        before = [a for a in local if a.node.lineno <= line]
         node = before[-1].value if before else None
-    if not isinstance(node, cst.Call):
+    if not isinstance(node, ast.Call):
         return None
     by_node = next((c for c in f.ix.calls if c.node is node), None)
     q = by_node.qualname if by_node is not None else None
@@ -877,7 +877,7 @@ def _sagemaker_model_trainer(f: _Facts) -> None:
         loc = f.src.node_loc(c.node)
         star = c.has_star_kwargs
 
-        def add(kind: str, value: Any, node: cst.CSTNode | None, key: str, **attrs: Any) -> None:
+        def add(kind: str, value: Any, node: ast.AST | None, key: str, **attrs: Any) -> None:
             f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, attrs))
 
         f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target,
