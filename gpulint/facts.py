@@ -109,7 +109,9 @@ register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling f
 register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
 register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),
          "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings; "
-         "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), else train.")
+         "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), else train; "
+         "attrs.pretokenized: batches of already tokenised rows (a transformers data collator, a datasets .map()/load_from_disk "
+         "result); attrs.in_memory: a TensorDataset.")
 register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
          "init_process_group and its backend (nccl, gloo, mpi, or null); attrs.guards: the branches it sits in "
          "(cpu/gpu of a CUDA check, multi_gpu, debug, dead), attrs.rpc: the file also starts torch.distributed.rpc.")
@@ -131,6 +133,9 @@ register("sharding", "code", _obj(("via",), via=STR, stage=OPT_INT, offload=OPT_
          "Sharded data parallelism: fsdp or deepspeed, its stage (0-3) and offload.")
 register("grad_checkpointing", "code", _obj(enabled=TRI, via=STR), "Activation (gradient) checkpointing and whether it is on.")
 register("peft", "code", _obj(method=STR, via=STR, load_in_4bit=BOOL, load_in_8bit=BOOL), "Parameter-efficient fine-tuning (lora, qlora).")
+register("decodes_media", "code", _obj(("via",), via=STR),
+         "The file decodes images, audio or video per sample (PIL Image.open, cv2.imread, torchvision.io, torchaudio.load, "
+         "ImageFolder, random-augmentation transforms ...): host work a DataLoader's worker processes take off the GPU's path.")
 register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
          "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
 register("script", "code", _obj(("via",), via=STR),

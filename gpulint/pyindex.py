@@ -132,6 +132,9 @@ class PyIndex:
     top_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     classes: dict[str, tuple[ast.ClassDef, tuple[str, ...]]] = field(default_factory=dict)
     main_guard: bool = False
+    #: (name, scope) of containers changed after they were built: ``hp["bf16"] = 1``, ``hp |= {...}``,
+    #: ``hp.update(...)`` / ``setdefault`` / ``pop``: a dict literal bound to such a name is not its value
+    mutated: set[tuple[str, str]] = field(default_factory=set)
     _by_qualname: dict[str, list[Call]] | None = field(default=None, repr=False)
     _by_attr: dict[str, list[Call]] | None = field(default=None, repr=False)
 
@@ -169,6 +172,10 @@ class PyIndex:
 
     def assignments_to(self, resolved: str) -> list[Assign]:
         return [a for a in self.assigns if a.resolved == resolved]
+
+
+#: dict methods that change the container in place
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear"})
 
 
 def dotted(node: ast.AST | None) -> str | None:
@@ -279,6 +286,7 @@ class _Indexer:
             ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
             ast.ClassDef: self.visit_ClassDef, ast.AnnAssign: self.visit_AnnAssign, ast.Assign: self.visit_Assign,
             ast.With: self.visit_With, ast.AsyncWith: self.visit_With, ast.Call: self.visit_Call,
+            ast.AugAssign: self.visit_AugAssign,
         }
 
     # -- the walk ----------------------------------------------------------------------
@@ -455,8 +463,18 @@ class _Indexer:
         for t in node.targets:
             self._record_assign(t, node.value, node)
 
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        text = dotted(node.target.value if node.target.__class__ is ast.Subscript else node.target)
+        if text:
+            self.ix.mutated.add((text, self.scope[-1] if self.scope else ""))
+
     def _record_assign(self, target: ast.expr, value: ast.expr, node: ast.AST) -> None:
         scope = self.scope[-1] if self.scope else ""
+        if target.__class__ is ast.Subscript:  # hp["bf16"] = 1: the container changes
+            text = dotted(target.value)
+            if text:
+                self.ix.mutated.add((text, scope))
+            return
         if target.__class__ in (ast.Tuple, ast.List):
             for el in target.elts:
                 text = dotted(el.value if el.__class__ is ast.Starred else el)
@@ -504,6 +522,8 @@ class _Indexer:
             order=len(self.ix.calls),
         )
         self.ix.calls.append(call)
+        if attr in _MUTATORS and func.__class__ is ast.Attribute and dotted(func.value):
+            self.ix.mutated.add((receiver, call.scope))
         if attr == "add_argument":
             self._record_cli(node)
 
@@ -774,6 +794,8 @@ class Evaluator:
         first = values[0]
         if first is UNKNOWN or any(v != first for v in values[1:]):
             return UNKNOWN
+        if isinstance(first, (dict, list)) and ((name, scope) in self.ix.mutated or (name, assigns[0].scope) in self.ix.mutated):
+            return UNKNOWN  # hp = {...}; hp["bf16"] = 1: the literal is not what is passed on
         return first
 
     def _attribute(self, obj: str, attr: str, scope: str, depth: int) -> Any:

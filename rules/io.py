@@ -29,8 +29,8 @@ def _loaders(wl: Workload):
         attrs = f.attrs or {}
         if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & {"dead", "cpu"}:
             continue
-        if attrs.get("in_memory"):
-            continue  # a TensorDataset is indexed in memory: worker processes have nothing to do
+        if attrs.get("in_memory") or attrs.get("pretokenized"):
+            continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do
         if f.value.get("via") == "hf_trainer" or _large_model(wl):
             continue  # tokenised text for a large model: collation is negligible next to the step
         yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
@@ -46,7 +46,11 @@ class DataloaderSingleProcess(Rule):
         computed at run time (``os.cpu_count()``) keep it silent. Loaders that cannot starve the GPU
         are left alone: validation/test/prediction loaders, ``TensorDataset``s (indexing tensors in
         memory), and text batches for models of 1B+ parameters or fed by HF/TRL trainers (tokenised
-        rows and default collation are negligible next to such a step).
+        rows and default collation are negligible next to such a step), and loaders whose collator is a
+        transformers data collator or whose dataset comes out of ``datasets``' ``.map()``/``load_from_disk``
+        (rows of token ids). A warning when the workload's code decodes or augments samples on the host
+        (``PIL.Image.open``, ``cv2.imread``, ``torchvision.io``, ``torchaudio.load``, ``ImageFolder``,
+        random transforms); info otherwise, since only a profile tells whether the GPU waits.
     Why it costs money:
         With ``num_workers=0`` the GPU waits while the same Python process reads, decodes and
         augments each batch: a starved GPU is billed at full price.
@@ -110,6 +114,34 @@ for x in loader:
 """,
             title="computed at run time: undecidable",
         ),
+        Example(
+            """\
+import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from transformers import default_data_collator
+tokenized = load_dataset("glue", "sst2").map(tokenize, batched=True)
+loader = DataLoader(tokenized["train"], batch_size=32, shuffle=True, collate_fn=default_data_collator, pin_memory=True)
+model = model.cuda()
+for batch in loader:
+    model(**batch).loss.backward()
+    opt.step()
+""",
+            title="rows of token ids batched by a transformers collator",
+        ),
+        Example(
+            """\
+import torch
+from torch.utils.data import DataLoader
+testloader = DataLoader(testset, batch_size=256)
+trainloader = DataLoader(trainset, batch_size=64, num_workers=4, pin_memory=True)
+model = model.cuda()
+for x, y in trainloader:
+    loss_fn(model(x.cuda()), y.cuda()).backward()
+    opt.step()
+""",
+            title="testloader is an evaluation loader",
+        ),
     ]
     INVALID = [
         Example(
@@ -152,9 +184,14 @@ for x in loader:
             nw = v.get("num_workers")
             if nw == 0 and not isinstance(nw, bool):
                 how = "num_workers=0" if f.value.get("num_workers_set") else "num_workers is not set (default 0)"
+                # the GPU starves when each sample is decoded or augmented on the host; without such work in
+                # the workload's code the loss is a guess: advice, not a warning
+                media = wl.code_facts("decodes_media")
                 yield self.finding(
-                    f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}",
-                    symbol=f"{f.key}", workload=wl.name,
+                    f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}"
+                           + (f" while samples are decoded on the host ({media[0].value.get('via')} at {media[0].loc.path}:{media[0].loc.line})"
+                              if media else " (no per-sample decoding found: profile before adding workers)"),
+                    symbol=f"{f.key}", workload=wl.name, severity=None if media else Severity.INFO,
                     cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
                     fix=fixes.num_workers(f),
                 )

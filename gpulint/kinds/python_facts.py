@@ -151,6 +151,8 @@ def _dict_literal(node: ast.expr, ix: PyIndex, scope: str, depth: int = 0) -> di
                   [a for a in ix.assigns if a.target == node.id and a.scope == ""]
         if len(assigns) != 1 or not isinstance(assigns[0].value, ast.expr):
             return None
+        if (node.id, assigns[0].scope) in ix.mutated or (node.id, scope) in ix.mutated:
+            return None  # changed after it was built (hp["bf16"] = 1, hp.update(...)): its keys are not the literal's
         return _dict_literal(assigns[0].value, ix, assigns[0].scope, depth + 1)
     if isinstance(node, ast.Dict):
         out: dict[str, ast.expr] = {}
@@ -160,8 +162,19 @@ def _dict_literal(node: ast.expr, ix: PyIndex, scope: str, depth: int = 0) -> di
                 return None
             out[key] = v
         return out
-    if isinstance(node, ast.Call) and dotted(node.func) == "dict" and not node.args and all(k.arg is not None for k in node.keywords):
-        return {k.arg: k.value for k in node.keywords}
+    if isinstance(node, ast.Call) and dotted(node.func) == "dict" and len(node.args) <= 1:
+        # dict(k=v), dict(base, k=v), dict(**base, k=v): the readable parts merged in order, else unreadable
+        merged: dict[str, ast.expr] = {}
+        parts = [(None, a) for a in node.args] + [(k.arg, k.value) for k in node.keywords]
+        for key, value in parts:
+            if key is not None:
+                merged[key] = value
+                continue
+            inner = _dict_literal(value, ix, scope, depth + 1)
+            if inner is None:
+                return None
+            merged.update(inner)
+        return merged
     return None
 
 
@@ -176,6 +189,7 @@ def python_facts(source: Source) -> list[Fact]:
     _precision(f)
     _tf32(f)
     _dataloaders(f)
+    _media(f)
     _distributed(f)
     _checkpoints(f)
     _models(f)
@@ -295,6 +309,8 @@ def _datasets(f: _Facts) -> None:
         name = None
         if q.startswith(("torchvision.datasets.", "tensorflow.keras.datasets.", "keras.datasets.")):
             name = q.split(".")[-1] if q.startswith("torchvision") else q.split(".")[-2] if q.endswith(".load_data") else None
+        elif q.startswith(("pl_bolts.datamodules.", "lightning.pytorch.demos.", "pytorch_lightning.demos.")) and q.endswith("DataModule"):
+            name = q.split(".")[-1][: -len("DataModule")]
         elif q in ("datasets.load_dataset", "tensorflow_datasets.load"):
             v = f.val(c, "path" if q.startswith("datasets") else "name", 0)
             name = v if isinstance(v, str) else None
@@ -579,10 +595,12 @@ def _dataloaders(f: _Facts) -> None:
         pin = f.val(c, "pin_memory") if pin_set else (None if star else False)
         f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
                              "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
-              purpose=_loader_purpose(c), guards=list(c.guards), in_memory=_in_memory_dataset(f, c))
+              purpose=_loader_purpose(c), guards=list(c.guards), in_memory=_in_memory_dataset(f, c),
+              pretokenized=_pretokenized(f, c))
 
 
-_EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration)(_|$|\d)")
+_EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration)"
+                         r"(_|$|\d|loader|set|dl|ds|data)")
 
 
 IN_MEMORY_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
@@ -603,6 +621,61 @@ def _in_memory_dataset(f: _Facts, c: Call) -> bool:
         q = (f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text
         return q in IN_MEMORY_DATASETS
     return False
+
+
+#: what makes a dataset rows of token ids already: HF datasets' map/format results and files saved by them
+_TOKENISED_DATASET_CALLS = ("map", "with_format", "set_format", "load_from_disk")
+
+
+def _qualified(f: _Facts, node: ast.expr | None) -> str:
+    text = dotted(node.func if isinstance(node, ast.Call) else node) or ""
+    head, _, rest = text.partition(".")
+    return (f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text
+
+
+def _pretokenized(f: _Facts, c: Call) -> bool:
+    """Does the loader batch rows that are token ids already (a transformers data collator, or a dataset
+    that comes out of ``datasets``' ``.map()``/``load_from_disk``)? Collating them is a few tensor copies:
+    worker processes have nothing to take off the GPU's path."""
+    collate = f.kwarg(c, "collate_fn")
+    if collate is not None:
+        q = _qualified(f, collate)
+        if q.startswith("transformers.") and "collator" in q.lower():
+            return True
+    node = f.kwarg(c, "dataset") or c.positional(0)
+    for _ in range(3):
+        if isinstance(node, ast.Subscript):  # tokenized["train"]
+            node = node.value
+        if isinstance(node, ast.Name):
+            assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (c.scope, "")]
+            node = assigns[-1].value if assigns and isinstance(assigns[-1].value, ast.expr) else None
+            continue
+        break
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else dotted(node.func) or ""
+        return name.rsplit(".", 1)[-1] in _TOKENISED_DATASET_CALLS and (
+            f.ix.imports_any("datasets") or _qualified(f, node).startswith("datasets."))
+    return False
+
+
+#: per-sample decoding of media: the host work DataLoader workers exist for
+MEDIA_DECODERS = ("PIL.Image.open", "cv2.imread", "cv2.imdecode", "torchvision.io.read_image", "torchvision.io.decode_image",
+                  "torchvision.io.decode_jpeg", "torchvision.io.read_video", "torchaudio.load", "librosa.load", "soundfile.read",
+                  "imageio.imread", "imageio.v3.imread", "skimage.io.imread", "torchvision.datasets.ImageFolder",
+                  "torchvision.datasets.DatasetFolder", "decord.VideoReader", "av.open")
+#: random augmentation transforms (torchvision v1/v2, albumentations): computed per sample on the host
+_AUGMENT = re.compile(r"^(torchvision\.transforms(\.v2)?\.(Random\w+|ColorJitter|TrivialAugmentWide|RandAugment|AutoAugment|AugMix)"
+                      r"|albumentations\.\w+)$")
+
+
+def _media(f: _Facts) -> None:
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        if q in MEDIA_DECODERS or _AUGMENT.match(q):
+            f.add("decodes_media", {"via": q}, c.node, q)
+            return
 
 
 def _loader_purpose(c: Call) -> str:

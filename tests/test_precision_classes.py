@@ -1,0 +1,74 @@
+"""Classes of false positives found by reading findings on real repositories (tests/realworld/labels.yaml),
+each reproduced here in a few lines written for the purpose."""
+import ast
+
+import pytest
+
+from gpulint.pyindex import Evaluator, build_index
+from gpulint.testing import scan_files
+
+P4D = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
+
+
+def _value_passed(src: str):
+    ix = build_index(ast.parse(src), src)
+    call = next(c for c in ix.calls if c.attr == "submit")
+    return Evaluator(ix).value(call.kwarg("hyperparameters"), call.scope)
+
+
+@pytest.mark.parametrize("change", ['hp["bf16"] = 1', 'hp.update({"bf16": 1})', 'hp |= {"bf16": 1}', 'hp.setdefault("bf16", 1)'])
+def test_a_dict_changed_after_it_was_built_is_not_its_literal(change):
+    """SageMaker jobs whose hyperparameters get bf16 added after the literal were judged fp32."""
+    assert _value_passed(f'hp = {{"epochs": 3}}\n{change}\nsubmit(hyperparameters=hp)\n') is not None
+    assert not isinstance(_value_passed(f'hp = {{"epochs": 3}}\n{change}\nsubmit(hyperparameters=hp)\n'), dict)
+
+
+def test_an_unchanged_dict_and_another_dicts_change_keep_the_literal():
+    assert _value_passed('hp = {"epochs": 3}\nsubmit(hyperparameters=hp)\n') == {"epochs": 3}
+    assert _value_passed('hp = {"epochs": 3}\nother["x"] = 1\nsubmit(hyperparameters=hp)\n') == {"epochs": 3}
+
+
+def test_dict_of_star_star_and_keywords_is_merged():
+    files = {"train.py": (
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom PIL import Image\n"
+        "base = dict(batch_size=64)\nkw = dict(**base, num_workers=8, pin_memory=True)\n"
+        "loader = DataLoader(ds, **kw)\nmodel = model.cuda()\n"
+        "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"),
+        "infra/main.tf": P4D}
+    result = scan_files(files)
+    (loader,) = [f["value"] for w in result.workloads for f in w["facts"] if f["kind"] == "dataloader"]
+    assert (loader["num_workers"], loader["pin_memory"]) == (8, True)  # read through both dicts, not opaque
+    assert [f.code for f in result.findings if f.code.startswith("IO")] == []
+
+
+LOOP = "model = model.cuda()\nif __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
+
+
+def test_io001_warns_only_where_samples_are_decoded_on_the_host():
+    plain = {"train.py": "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=64, pin_memory=True)\n" + LOOP,
+             "infra/main.tf": P4D}
+    (f,) = [f for f in scan_files(plain).findings if f.code == "IO001"]
+    assert f.severity.value == "info" and "profile before adding workers" in f.message
+    images = dict(plain, **{"data.py": "import torch\nfrom PIL import Image\n\n\nclass Images(torch.utils.data.Dataset):\n"
+                                       "    def __getitem__(self, i):\n        return Image.open(self.paths[i])\n"})
+    images["train.py"] = "import data\n" + images["train.py"]
+    (f,) = [f for f in scan_files(images).findings if f.code == "IO001"]
+    assert f.severity.value == "warning" and "PIL.Image.open at data.py:7" in f.message
+
+
+def test_io001_silent_for_tokenised_rows():
+    files = {"train.py": ("import torch\nfrom datasets import load_from_disk\nfrom torch.utils.data import DataLoader\n"
+                          "ds = load_from_disk('tokenized')\nloader = DataLoader(ds['train'], batch_size=8, pin_memory=True)\n" + LOOP),
+             "infra/main.tf": P4D}
+    assert [f for f in scan_files(files).findings if f.code == "IO001"] == []
+
+
+def test_inf001_needs_more_than_a_gpu_probe():
+    handler = ("import torch\nfrom fastapi import FastAPI\napp = FastAPI()\n"
+               "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+               "model = torch.jit.load('m.pt').to(device).eval()\n\n\n@app.post('/predict')\ndef predict(x):\n"
+               "    return model(x)\n")
+    assert [f for f in scan_files({"serve.py": handler}).findings if f.code == "INF001"] == []
+    on_cuda = handler.replace("torch.device('cuda' if torch.cuda.is_available() else 'cpu')", "torch.device('cuda')")
+    (f,) = [f for f in scan_files({"serve.py": on_cuda}).findings if f.code == "INF001"]
+    assert f.severity.value == "info"  # an unknown model on an unknown GPU: advice, no figure
