@@ -72,3 +72,16 @@ def test_inf001_needs_more_than_a_gpu_probe():
     on_cuda = handler.replace("torch.device('cuda' if torch.cuda.is_available() else 'cpu')", "torch.device('cuda')")
     (f,) = [f for f in scan_files({"serve.py": on_cuda}).findings if f.code == "INF001"]
     assert f.severity.value == "info"  # an unknown model on an unknown GPU: advice, no figure
+
+
+def test_a_dtype_chosen_at_run_time_is_undecided_not_fp32():
+    """``bfloat16 if the GPU supports it else float32`` then ``model.to(dtype)``: AMP001 stays silent and
+    `gpulint workloads` says the precision is decided at run time."""
+    train = ("import torch\ndtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32\n"
+             "model = Net().to('cuda').to(dtype)\n"
+             "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n")
+    result = scan_files({"train.py": train, "infra/main.tf": P4D})
+    assert "AMP001" not in {f.code for f in result.findings}
+    assert any("decided at run time" in u for w in result.workloads for u in w["unknown"])
+    fp32 = scan_files({"train.py": train.replace("torch.bfloat16 if", "torch.float32 if"), "infra/main.tf": P4D})
+    assert "AMP001" in {f.code for f in fp32.findings}

@@ -456,10 +456,15 @@ def _precision(f: _Facts) -> None:
             args = [a.value if isinstance(a, ast.Starred) else a for a in c.node.args] + \
                    [v for k, v in c.keywords() if k == "dtype"]
             for arg in args:
-                enabled, dtype = half_precision(f.ev.value(arg, c.scope))
+                value = f.ev.value(arg, c.scope)
+                enabled, dtype = half_precision(value)
                 if enabled is True or enabled == "by_dtype":
                     key = dtype["cli_arg"] if isinstance(dtype, dict) else "to"  # the flag that decides it
                     f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, key)
+                    break
+                if isinstance(value, OneOf) and any(half_precision(ch)[0] is True for ch in value.choices):
+                    # ``bfloat16 if cuda and bf16 supported else float32``: 16 bit where the GPU has it, decided at run time
+                    f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None}, c.node, "to")
                     break
         elif c.attr == "from_pretrained" and (f.kwarg(c, "torch_dtype") is not None or f.kwarg(c, "dtype") is not None):
             v = f.ev.value(f.kwarg(c, "torch_dtype") or f.kwarg(c, "dtype"), c.scope)
