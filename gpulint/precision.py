@@ -73,6 +73,8 @@ def resolve_cli(value: Any, wl: Workload) -> Any:
         return None
     results = set()
     for l in wl.launchers:
+        if (l.attrs or {}).get("args_unknown"):
+            return None  # the launcher passes arguments gpulint cannot read (a hyperparameters dict changed in place)
         v = flag_value(l.value.get("args") or [], value["cli_arg"])
         if v is None:
             results.add(_hashable(value["default"]))

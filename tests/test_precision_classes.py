@@ -85,3 +85,21 @@ def test_a_dtype_chosen_at_run_time_is_undecided_not_fp32():
     assert any("decided at run time" in u for w in result.workloads for u in w["unknown"])
     fp32 = scan_files({"train.py": train.replace("torch.bfloat16 if", "torch.float32 if"), "infra/main.tf": P4D})
     assert "AMP001" in {f.code for f in fp32.findings}
+
+
+SM_TRAIN = ("import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--bf16', type=int, default=0)\n"
+            "args = p.parse_args()\nmodel = Net().cuda()\n"
+            "if __name__ == '__main__':\n    for x in loader:\n        with torch.autocast('cuda', dtype=torch.bfloat16, enabled=args.bf16):\n"
+            "            loss = model(x.cuda()).sum()\n        loss.backward()\n        opt.step()\n")
+SM_LAUNCH = ("from sagemaker.pytorch import PyTorch\nhp = {'bf16': 0, 'epochs': 1}\n%s\n"
+             "est = PyTorch(entry_point='train.py', instance_type='ml.p4d.24xlarge', hyperparameters=hp, role=role)\nest.fit()\n")
+
+
+def test_flags_from_a_changed_hyperparameters_dict_are_unknown_not_defaults():
+    """The notebook sets hyperparameters, then changes them in place: the script's argparse defaults
+    are not what the job runs with."""
+    changed = scan_files({"train.py": SM_TRAIN, "launch.py": SM_LAUNCH % "hp['bf16'] = 1"})
+    assert "AMP001" not in {f.code for f in changed.findings}
+    assert any("decided at run time" in u for w in changed.workloads for u in w["unknown"])
+    literal = scan_files({"train.py": SM_TRAIN, "launch.py": SM_LAUNCH % ""})
+    assert "AMP001" in {f.code for f in literal.findings}  # bf16 0 passed as written: fp32

@@ -889,6 +889,8 @@ def _sagemaker(f: _Facts) -> None:
                 args += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
         add("launch", {"tool": "sagemaker", "script": script, "args": args, "nnodes": _norm(n) if isinstance(n, int) else None,
                        "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None}, "entry_point")
+        if ("hyperparameters" in values and not isinstance(hp, dict)) or opaque:
+            f.out[-1].attrs["args_unknown"] = True  # the script's flags are not its defaults: they are unknown
         env = values.get("environment")
         if isinstance(env, dict):
             for k, v in env.items():
