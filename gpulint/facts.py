@@ -97,7 +97,9 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 register("trains", "code", _obj(("via",), via=STR),
          "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...")
 register("uses_gpu", "code", _obj(("via",), via=STR), "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...).")
-register("cpu_only", "code", _obj(("via",), via=STR), "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\").")
+register("cpu_only", "code", _obj(("via",), via=STR, declared=BOOL),
+         "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\"); declared: it submits itself with resources "
+         "that hold no GPU (Kubeflow CustomTrainer resources_per_node), which wins over GPU use in the code.")
 register("inference", "code", _obj(("via",), via=STR), "The code runs a model without training it: no_grad, inference_mode, eval, pipeline, generate.")
 register("serves", "code", _obj(("via",), via=STR),
          "The code serves a model: a FastAPI/Flask app, Triton/TorchServe handler, vLLM/TGI engine, SageMaker model_fn ...")

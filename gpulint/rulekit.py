@@ -46,8 +46,9 @@ def on_gpu(wl: Workload) -> bool:
     c = compute_of(wl)
     if c is not None and c.device == CPU:
         return False
-    if wl.code_facts("cpu_only") and not wl.code_facts("uses_gpu"):
-        return False
+    cpu = wl.code_facts("cpu_only")
+    if cpu and (not wl.code_facts("uses_gpu") or any(f.value.get("declared") for f in cpu)):
+        return False  # declared CPU resources win over code that would use a GPU if it had one
     if wl.code_facts("uses_gpu"):
         return True
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):

@@ -103,3 +103,38 @@ def test_flags_from_a_changed_hyperparameters_dict_are_unknown_not_defaults():
     assert any("decided at run time" in u for w in changed.workloads for u in w["unknown"])
     literal = scan_files({"train.py": SM_TRAIN, "launch.py": SM_LAUNCH % ""})
     assert "AMP001" in {f.code for f in literal.findings}  # bf16 0 passed as written: fp32
+
+
+KF = '''import torch
+from kubeflow.trainer import TrainerClient, CustomTrainer
+
+
+def train_fn():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    for x in loader:
+        model(x.to(device)).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    TrainerClient().train(trainer=CustomTrainer(func=train_fn, num_nodes=2, resources_per_node=RESOURCES))
+'''
+
+
+def test_a_kubeflow_job_declared_without_gpus_is_cpu_compute():
+    cpu = scan_files({"train.py": KF.replace("RESOURCES", '{"cpu": 3, "memory": "16Gi"}')})
+    assert [f.code for f in cpu.findings if f.code.startswith(("AMP", "IO"))] == []
+    gpu = scan_files({"train.py": KF.replace("RESOURCES", '{"cpu": 3, "nvidia.com/gpu": 1}')})
+    assert "AMP001" in {f.code for f in gpu.findings}
+
+
+def test_a_run_time_choice_among_cpu_instances_is_cpu_compute():
+    launch = ('from sagemaker.pytorch import PyTorch\ninstance = "local" if local_mode else CHOICE\n'
+              'est = PyTorch(entry_point="train.py", instance_type=instance, role=role)\nest.fit()\n')
+    train = ("import torch\nmodel = Net().cuda() if torch.cuda.is_available() else Net()\n"
+             "if __name__ == '__main__':\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n")
+    cpu = scan_files({"launch.py": launch.replace("CHOICE", '"ml.c5.xlarge"'), "train.py": train})
+    assert [f.code for f in cpu.findings if f.code.startswith(("AMP", "IO", "NET"))] == []
+    gpu = scan_files({"launch.py": launch.replace("CHOICE", '"ml.p3.2xlarge"'), "train.py": train})
+    assert "AMP001" in {f.code for f in gpu.findings}  # a GPU among the choices: not CPU compute

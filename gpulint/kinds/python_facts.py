@@ -75,6 +75,10 @@ def _norm(v: Any) -> Any:
 HALF = ("bf16", "fp16", "fp8")
 
 
+#: Kubeflow Trainer SDK trainers that carry the resources of the nodes they run on
+KUBEFLOW_TRAINERS = frozenset({"CustomTrainer", "BuiltinTrainer", "Trainer"})
+
+
 def half_precision(v: Any) -> tuple[Any, Any]:
     """(enabled, dtype) for a dtype as the code chose it: a half dtype is on; fp32 is off; a run-time
     choice among half dtypes is on (dtype undecided); a flag is left to the launcher; anything else
@@ -279,6 +283,13 @@ def _training(f: _Facts) -> None:
                 f.add("uses_gpu", {"via": "lightning"}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
+    # the code submits itself with resources that hold no GPU (Kubeflow Trainer SDK: a CustomTrainer whose
+    # resources_per_node asks for CPU and memory only): the function it trains runs on CPU nodes
+    for c in ix.calls:
+        if c.attr in KUBEFLOW_TRAINERS and (c.qualname or "").startswith("kubeflow."):
+            res = f.val(c, "resources_per_node")
+            if isinstance(res, dict) and res and not any("gpu" in str(k).lower() for k in res):
+                f.add("cpu_only", {"via": "kubeflow resources_per_node without a GPU", "declared": True}, c.node, "resources_per_node")
     for c in ix.calls_to(*INFERENCE_CTX):
         if c.in_with or c.decorator:
             f.add("inference", {"via": c.qualname.split(".")[-1]}, c.node, c.qualname)
@@ -851,6 +862,17 @@ def _unique_target(f: _Facts, target: str) -> str:
     return out
 
 
+def _cpu_choice(value: Any) -> Any:
+    """``"local" if local_mode else "ml.c5.xlarge"``: a run-time choice among CPU instances is CPU
+    compute whichever runs (the first non-local choice stands for it); any other choice stays unknown."""
+    if not isinstance(value, OneOf) or not all(isinstance(ch, str) for ch in value.choices):
+        return value
+    from gpulint.families import CPU, device_of
+
+    choices = sorted(value.choices, key=lambda ch: (ch == "local", ch))
+    return choices[0] if all(device_of(ch)[0] == CPU for ch in choices) else value
+
+
 def _sagemaker(f: _Facts) -> None:
     for c in f.ix.calls_to(*SAGEMAKER_ESTIMATORS):
         target = _unique_target(f, f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}")
@@ -866,7 +888,7 @@ def _sagemaker(f: _Facts) -> None:
             f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, {}))
 
         f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target, "role": "training"}, loc, c.qualname, target, {}))
-        it = values.get("instance_type", UNKNOWN)
+        it = _cpu_choice(values.get("instance_type", UNKNOWN))
         add("compute.instance_type", _norm(it) if isinstance(it, str) else None, "instance_type")
         opaque = f.opaque_kwargs(c)
         n = values.get("instance_count", 1 if not opaque else UNKNOWN)
