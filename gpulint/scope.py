@@ -2,7 +2,7 @@
 
 Test code (``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``,
 ``testing/``, ``test_utils/`` ...) and vendored copies (``third_party/``,
-``vendor/``, ``external/`` ...) are read like every other file, so their facts
+``vendor/``, ``external/``, ``dependencies/``, ``submodules/`` ...) are read like every other file, so their facts
 and imports still inform the workloads that use them, but by default they are
 never workloads of their own and no finding is reported in them: a platform
 team does not rent GPUs for a unit test or for a copy of someone else's
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 TEST_DIRS = frozenset({"tests", "test", "testing", "test_utils", "testutils", "test_helpers", "__tests__", "unittests",
                        "unit_tests", "integration_tests", "functional_tests", "e2e_tests", "tests_integration"})
 VENDOR_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "_vendor",
-                         "external", "externals", "extern"})
+                         "external", "externals", "extern", "dependencies", "deps", "submodules"})
 
 
 def test_reason(path: str) -> str | None:

@@ -138,3 +138,12 @@ def test_a_run_time_choice_among_cpu_instances_is_cpu_compute():
     assert [f.code for f in cpu.findings if f.code.startswith(("AMP", "IO", "NET"))] == []
     gpu = scan_files({"launch.py": launch.replace("CHOICE", '"ml.p3.2xlarge"'), "train.py": train})
     assert "AMP001" in {f.code for f in gpu.findings}  # a GPU among the choices: not CPU compute
+
+
+@pytest.mark.parametrize("folder", ["third_party", "dependencies", "deps", "submodules", "vendor"])
+def test_copies_of_other_projects_are_context_not_workloads(folder):
+    from gpulint.scope import Scope
+
+    assert Scope().outside(f"inference/{folder}/AutoGPTQ/examples/peft_lora.py")
+    assert Scope(include_vendored=True).outside(f"inference/{folder}/AutoGPTQ/examples/peft_lora.py") is None
+    assert Scope().outside("inference/quantize/peft_lora.py") is None
