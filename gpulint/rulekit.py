@@ -18,6 +18,8 @@ ones about what a workload is::
 """
 from __future__ import annotations
 
+import re
+
 from gpulint.cost import compute_of
 from gpulint.model import Fact, Related
 from gpulint.resolution import CPU, GPU
@@ -97,12 +99,20 @@ def multi_gpu(wl: Workload) -> bool | None:
 def toy_workload(wl: Workload) -> str | None:
     """The tutorial-sized dataset a workload trains on (MNIST, CIFAR ...) when its model is not known to be
     large: such a step is bound by anything but GPU math, so advice about GPU efficiency is informational."""
-    toys = [f for f in wl.code_facts("dataset") if f.value.get("toy")]
+    toys = [str(f.value.get("name")) for f in wl.code_facts("dataset") if f.value.get("toy")]
+    # data read from files (a SageMaker channel of .npy arrays) names no dataset; an example script named
+    # after its benchmark (mnist.py, keras_cifar10.py) says what it trains on
+    m = _TOY_FILE.search(wl.entrypoint.rsplit("/", 1)[-1].lower())
+    if m:
+        toys.append(f"{m.group(2).upper()} (by its file name)")
     model = wl.resolution.model if wl.resolution is not None else None
     named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
     if toys and (model.params < TOY_MODEL_PARAMS if model is not None else not named):
-        return str(toys[0].value.get("name"))
+        return toys[0]
     return None
+
+
+_TOY_FILE = re.compile(r"(^|[^a-z])(fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn)([^a-z0-9]|$)")
 
 
 def trains_on_gpu(wl: Workload) -> Fact | None:

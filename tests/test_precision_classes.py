@@ -147,3 +147,15 @@ def test_copies_of_other_projects_are_context_not_workloads(folder):
     assert Scope().outside(f"inference/{folder}/AutoGPTQ/examples/peft_lora.py")
     assert Scope(include_vendored=True).outside(f"inference/{folder}/AutoGPTQ/examples/peft_lora.py") is None
     assert Scope().outside("inference/quantize/peft_lora.py") is None
+
+
+def test_an_example_named_after_its_benchmark_is_tutorial_sized():
+    """Keras MNIST read from .npy channel files names no dataset; the script's name does."""
+    train = ("import numpy as np\nimport tensorflow as tf\nx = np.load('train.npy')\n"
+             "model = tf.keras.Sequential([tf.keras.layers.Dense(10)])\nmodel.compile('adam', 'mse')\n"
+             "if __name__ == '__main__':\n    model.fit(x, x, epochs=1)\n")
+    tf = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p3.2xlarge"\n  user_data = "python %s"\n}\n'
+    (toy,) = [f for f in scan_files({"mnist_keras.py": train, "infra/main.tf": tf % "mnist_keras.py"}).findings if f.code == "AMP001"]
+    assert toy.severity.value == "info" and "MNIST (by its file name)" in toy.message
+    (real,) = [f for f in scan_files({"train.py": train, "infra/main.tf": tf % "train.py"}).findings if f.code == "AMP001"]
+    assert real.severity.value == "warning"
