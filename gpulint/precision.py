@@ -145,6 +145,8 @@ def precision_view(wl: Workload) -> PrecisionView:
                 view.off.append(l)
             else:
                 view.on.append((l, mp.lower()))
+        elif (l.attrs or {}).get("precision_undecided"):
+            view.unknown.append(l)  # the launcher sets it from a value read at run time
     return view
 
 

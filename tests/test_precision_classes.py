@@ -159,3 +159,28 @@ def test_an_example_named_after_its_benchmark_is_tutorial_sized():
     assert toy.severity.value == "info" and "MNIST (by its file name)" in toy.message
     (real,) = [f for f in scan_files({"train.py": train, "infra/main.tf": tf % "train.py"}).findings if f.code == "AMP001"]
     assert real.severity.value == "warning"
+
+
+SMP_LAUNCH = '''from sagemaker.pytorch import PyTorch
+est = PyTorch(entry_point="train.py", instance_type="ml.p4d.24xlarge", role=role,
+              distribution={"smdistributed": {"modelparallel": {"enabled": True, "parameters": {"bf16": BF}}}, "mpi": {"enabled": True}})
+est.fit()
+'''
+SMP_TRAIN = '''import torch
+import smdistributed.modelparallel.torch as smp
+smp.init()
+model = smp.DistributedModel(Net().cuda())
+if __name__ == "__main__":
+    for x in loader:
+        loss = model(x.cuda()).sum()
+        model.backward(loss)
+        opt.step()
+'''
+
+
+@pytest.mark.parametrize("bf16, amp001, unknown", [("True", False, False), ("hp['bf16'] > 0", False, True), ("False", True, False)])
+def test_sagemaker_model_parallel_precision_reaches_the_script(bf16, amp001, unknown):
+    """SMP's distribution parameters set the job's precision; a value read at run time is undecided."""
+    result = scan_files({"launch.py": SMP_LAUNCH.replace("BF", bf16), "train.py": SMP_TRAIN})
+    assert ("AMP001" in {f.code for f in result.findings}) is amp001
+    assert any("decided at run time" in u for w in result.workloads for u in w["unknown"]) is unknown

@@ -909,18 +909,31 @@ def _sagemaker(f: _Facts) -> None:
         if isinstance(hp, dict):
             for k, v in hp.items():
                 args += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
+        # SageMaker model parallelism turns 16 bit on for the job, whatever the script's own flags say
+        mp = _sagemaker_mp_precision(values.get("distribution"))
+        if mp is None and "distribution" in values and _names_precision(f, f.kwarg(c, "distribution"), c.scope):
+            mp = "undecided"  # "bf16": hyperparameters["bf16"] > 0: set, but by a value read at run time
         add("launch", {"tool": "sagemaker", "script": script, "args": args, "nnodes": _norm(n) if isinstance(n, int) else None,
-                       "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None}, "entry_point")
+                       "nproc_per_node": None, "mixed_precision": mp if mp != "undecided" else None, "config_file": None,
+                       "deepspeed_config": None}, "entry_point")
         if ("hyperparameters" in values and not isinstance(hp, dict)) or opaque:
             f.out[-1].attrs["args_unknown"] = True  # the script's flags are not its defaults: they are unknown
+        if mp == "undecided":
+            f.out[-1].attrs["precision_undecided"] = "distribution"
         env = values.get("environment")
         if isinstance(env, dict):
             for k, v in env.items():
                 add("env", {"name": str(k), "value": str(v)}, "environment")
-        mp = _sagemaker_mp_precision(values.get("distribution"))
-        if mp is not None:
-            f.add("precision", {"mechanism": "sagemaker_mp", "dtype": mp, "enabled": mp != "fp32"}, c.kwarg("distribution") or c.node,
-                  "distribution.smdistributed.modelparallel.parameters")
+
+
+def _names_precision(f: _Facts, node: ast.expr | None, scope: str, depth: int = 0) -> bool:
+    """Does a distribution expression (or the dict a name is bound to) hold a "bf16"/"fp16" key?"""
+    if node is None or depth > 2:
+        return False
+    if isinstance(node, ast.Name):
+        assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (scope, "")]
+        return any(isinstance(a.value, ast.expr) and _names_precision(f, a.value, a.scope, depth + 1) for a in assigns)
+    return any(isinstance(n, ast.Constant) and n.value in ("bf16", "fp16") for n in ast.walk(node))
 
 
 def _sagemaker_mp_precision(dist: Any) -> str | None:
@@ -940,6 +953,8 @@ def _sagemaker_mp_precision(dist: Any) -> str | None:
                 return "fp16"
             if node.get("bf16") in (False, 0) and node.get("fp16") in (False, 0, None) and "bf16" in node:
                 return "fp32"
+            if "bf16" in node or "fp16" in node:
+                return "undecided"  # a value computed at run time
     return None
 
 
