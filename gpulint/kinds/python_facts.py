@@ -622,21 +622,25 @@ _EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|t
 IN_MEMORY_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 
 
-def _in_memory_dataset(f: _Facts, c: Call) -> bool:
-    """The dataset is tensors already in memory (TensorDataset): indexing is free, workers add nothing."""
+def _dataset_expr(f: _Facts, c: Call, splits: bool = False) -> ast.expr | None:
+    """The expression a DataLoader's dataset comes from, through up to three names (and, with
+    `splits`, through ``tokenized["train"]`` subscripts)."""
     node = f.kwarg(c, "dataset") or c.positional(0)
     for _ in range(3):
+        if splits and isinstance(node, ast.Subscript):
+            node = node.value
         if isinstance(node, ast.Name):
             assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (c.scope, "")]
             node = assigns[-1].value if assigns and isinstance(assigns[-1].value, ast.expr) else None
             continue
         break
-    if isinstance(node, ast.Call):
-        text = dotted(node.func) or ""
-        head, _, rest = text.partition(".")
-        q = (f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text
-        return q in IN_MEMORY_DATASETS
-    return False
+    return node.value if splits and isinstance(node, ast.Subscript) else node
+
+
+def _in_memory_dataset(f: _Facts, c: Call) -> bool:
+    """The dataset is tensors already in memory (TensorDataset): indexing is free, workers add nothing."""
+    node = _dataset_expr(f, c)
+    return isinstance(node, ast.Call) and _qualified(f, node) in IN_MEMORY_DATASETS
 
 
 #: what makes a dataset rows of token ids already: HF datasets' map/format results and files saved by them
@@ -658,17 +662,7 @@ def _pretokenized(f: _Facts, c: Call) -> bool:
         q = _qualified(f, collate)
         if q.startswith("transformers.") and "collator" in q.lower():
             return True
-    node = f.kwarg(c, "dataset") or c.positional(0)
-    for _ in range(3):
-        if isinstance(node, ast.Subscript):  # tokenized["train"]
-            node = node.value
-        if isinstance(node, ast.Name):
-            assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (c.scope, "")]
-            node = assigns[-1].value if assigns and isinstance(assigns[-1].value, ast.expr) else None
-            continue
-        break
-    if isinstance(node, ast.Subscript):
-        node = node.value
+    node = _dataset_expr(f, c, splits=True)
     if isinstance(node, ast.Call):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else dotted(node.func) or ""
         return name.rsplit(".", 1)[-1] in _TOKENISED_DATASET_CALLS and (
