@@ -99,7 +99,8 @@ register("trains", "code", _obj(("via",), via=STR),
 register("uses_gpu", "code", _obj(("via",), via=STR), "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...).")
 register("cpu_only", "code", _obj(("via",), via=STR, declared=BOOL),
          "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\"); declared: it submits itself with resources "
-         "that hold no GPU (Kubeflow CustomTrainer resources_per_node), which wins over GPU use in the code.")
+         "that hold no GPU (Kubeflow CustomTrainer resources_per_node), or a notebook whose kernel runs on a CPU instance "
+         "(SageMaker Studio metadata.instance_type); a declared CPU wins over GPU use in the code.")
 register("inference", "code", _obj(("via",), via=STR), "The code runs a model without training it: no_grad, inference_mode, eval, pipeline, generate.")
 register("serves", "code", _obj(("via",), via=STR),
          "The code serves a model: a FastAPI/Flask app, Triton/TorchServe handler, vLLM/TGI engine, SageMaker model_fn ...")

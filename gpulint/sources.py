@@ -34,6 +34,8 @@ class Source:
     cells: list[tuple[int, int, int | None]] = field(default_factory=list)
     #: notebooks: shell the cells run (``!cmd``, ``%%bash``), as (line in the virtual module, text)
     shell: list[tuple[int, str]] = field(default_factory=list)
+    #: notebooks: the instance its kernel runs on, as SageMaker Studio records it (``metadata.instance_type``)
+    kernel_instance: str | None = None
     _positions: Any = None
     _index: Any = None
     #: Python and notebooks: CPython's syntax tree of `text` (positions in UTF-8 bytes, see node_loc)

@@ -184,3 +184,25 @@ def test_sagemaker_model_parallel_precision_reaches_the_script(bf16, amp001, unk
     result = scan_files({"launch.py": SMP_LAUNCH.replace("BF", bf16), "train.py": SMP_TRAIN})
     assert ("AMP001" in {f.code for f in result.findings}) is amp001
     assert any("decided at run time" in u for w in result.workloads for u in w["unknown"]) is unknown
+
+
+def _notebook(instance: str | None) -> str:
+    import json
+
+    cells = ["from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments",
+             "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')\n"
+             "args = TrainingArguments(output_dir='out', num_train_epochs=1)\n"
+             "Trainer(model=model, args=args, train_dataset=ds).train()"]
+    meta = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    if instance:
+        meta["instance_type"] = instance
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": meta,
+                       "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells]})
+
+
+def test_a_notebook_whose_kernel_runs_on_a_cpu_instance_trains_on_cpu():
+    """SageMaker Studio records the kernel's instance in the notebook metadata: a Trainer run in the
+    kernel of an ml.t3.medium notebook is CPU training."""
+    assert "AMP001" not in {f.code for f in scan_files({"finetune.ipynb": _notebook("ml.t3.medium")}).findings}
+    assert "AMP001" in {f.code for f in scan_files({"finetune.ipynb": _notebook("ml.g5.xlarge")}).findings}
+    assert "AMP001" in {f.code for f in scan_files({"finetune.ipynb": _notebook(None)}).findings}

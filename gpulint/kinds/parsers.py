@@ -134,6 +134,9 @@ def parse_notebook(text: str, path: str) -> Source:
         line += len(body)
     module = "\n".join(parts) + "\n"
     source = PythonSource(path, "notebook", module, cells=mapping, shell=shell)
+    meta = nb.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("instance_type"), str):
+        source.kernel_instance = meta["instance_type"]
     source.syntax = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
     return source
 

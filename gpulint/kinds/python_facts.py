@@ -283,6 +283,14 @@ def _training(f: _Facts) -> None:
                 f.add("uses_gpu", {"via": "lightning"}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
+    # a notebook whose kernel runs on a CPU instance (SageMaker Studio records it in the metadata): what the
+    # cells train in the kernel trains on that CPU; jobs the cells submit are other workloads
+    kernel = getattr(f.src, "kernel_instance", None)
+    if kernel and ix.calls:
+        from gpulint.families import CPU, device_of
+
+        if device_of(kernel)[0] == CPU:
+            f.add("cpu_only", {"via": f"notebook kernel on {kernel}", "declared": True}, ix.calls[0].node, "metadata.instance_type")
     # the code submits itself with resources that hold no GPU (Kubeflow Trainer SDK: a CustomTrainer whose
     # resources_per_node asks for CPU and memory only): the function it trains runs on CPU nodes
     for c in ix.calls:
