@@ -100,10 +100,8 @@ def _code_files(modules: Iterable[Any]) -> list[Path]:
     """The source and data files of gpulint and of each plugin module (a package: all of it)."""
     out: set[Path] = set()
     for mod in modules:
-        name = getattr(mod, "__name__", None) if not isinstance(mod, str) else mod
-        m = sys.modules.get(name or "") if not hasattr(mod, "__file__") else mod
-        if m is None:
-            m = sys.modules.get(getattr(type(mod), "__module__", ""), None)
+        # a plugin is a module, or an object whose class's module holds its code
+        m = mod if hasattr(mod, "__file__") else sys.modules.get(type(mod).__module__)
         f = getattr(m, "__file__", None)
         if not f:
             continue

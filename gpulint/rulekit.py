@@ -79,7 +79,7 @@ def gpu_evidence(wl: Workload) -> str | None:
     vias = [str(f.value.get("via") or "") for f in wl.code_facts("uses_gpu")]
     if vias and all(v.rsplit(".", 1)[-1] in _PROBES for v in vias):
         return "probe"
-    return "code" if vias else ("compute" if c is not None and c.gpu_count else None)
+    return "code" if vias else "compute"  # on_gpu's last reason: the compute target counts GPUs
 
 
 def multi_gpu(wl: Workload) -> bool | None:

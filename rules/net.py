@@ -8,7 +8,7 @@ from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import GPU_LAUNCHERS, compute_of, multi_gpu, on_gpu, toy_workload
+from gpulint.rulekit import GPU_LAUNCHERS, multi_gpu, on_gpu, toy_workload
 
 
 class GlooBackendOnGpu(Rule):
@@ -225,20 +225,18 @@ for x in loader:
     def check_workload(self, wl: Workload, ctx):
         if not wl.trains or not on_gpu(wl):
             return
-        c = compute_of(wl)
-        one_gpu = c is not None and c.gpus_per_node == 1
+        several = multi_gpu(wl)  # False: one GPU per machine; None: nothing says
         for f in wl.code_facts("dataparallel"):
             attrs = f.attrs or {}
             guards = set(attrs.get("guards") or ())
             if guards & {"dead", "cpu"} or _inference_hook(attrs.get("function") or ""):
                 continue  # never runs, runs without a GPU, or wraps a model for serving (no gradients)
-            if "multi_gpu" in guards and one_gpu:
+            if "multi_gpu" in guards and several is False:
                 continue  # `if device_count() > 1:` on a one-GPU node: DataParallel is never built
             if "multi_gpu" in guards and (wl.code_facts("ddp") or any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers)):
                 continue  # the non-distributed fallback of a script that runs distributed (DDP branch, torchrun)
             toy = toy_workload(wl)
             # the cost is on machines with several GPUs: a warning where the compute says so, else advice
-            several = multi_gpu(wl)
             note = f" (a tutorial-sized workload on {toy})" if toy else \
                 " (the GPUs per machine are not known: this matters on multi-GPU machines)" if several is None else \
                 " (one GPU per machine here: DataParallel only adds overhead)" if several is False else ""

@@ -515,10 +515,9 @@ def _parsed_classes(f: _Facts, c: Call) -> list[str]:
     items = items if items is not None else [first] if first is not None else []
     out = []
     for node in items:
-        text = dotted(node.value if isinstance(node, ast.Starred) else node)
-        if text:
-            head, _, rest = text.partition(".")
-            out.append((f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text)
+        q = _qualified(f, node.value if isinstance(node, ast.Starred) else node)
+        if q:
+            out.append(q)
     return out
 
 
@@ -885,9 +884,9 @@ def _sagemaker(f: _Facts) -> None:
                 values[key] = f.val(c, key)
         loc = f.src.node_loc(c.node)
 
-        def add(kind: str, value: Any, key: str) -> None:
+        def add(kind: str, value: Any, key: str, **attrs: Any) -> None:
             node = f.kwarg(c, key)
-            f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, {}))
+            f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, attrs))
 
         f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target, "role": "training"}, loc, c.qualname, target, {}))
         it = _cpu_choice(values.get("instance_type", UNKNOWN))
@@ -915,13 +914,14 @@ def _sagemaker(f: _Facts) -> None:
         mp = _sagemaker_mp_precision(values.get("distribution"))
         if mp is None and "distribution" in values and _names_precision(f, f.kwarg(c, "distribution"), c.scope):
             mp = "undecided"  # "bf16": hyperparameters["bf16"] > 0: set, but by a value read at run time
+        attrs: dict[str, Any] = {}
+        if ("hyperparameters" in values and not isinstance(hp, dict)) or opaque:
+            attrs["args_unknown"] = True  # the script's flags are not its defaults: they are unknown
+        if mp == "undecided":
+            attrs["precision_undecided"] = "distribution"
         add("launch", {"tool": "sagemaker", "script": script, "args": args, "nnodes": _norm(n) if isinstance(n, int) else None,
                        "nproc_per_node": None, "mixed_precision": mp if mp != "undecided" else None, "config_file": None,
-                       "deepspeed_config": None}, "entry_point")
-        if ("hyperparameters" in values and not isinstance(hp, dict)) or opaque:
-            f.out[-1].attrs["args_unknown"] = True  # the script's flags are not its defaults: they are unknown
-        if mp == "undecided":
-            f.out[-1].attrs["precision_undecided"] = "distribution"
+                       "deepspeed_config": None}, "entry_point", **attrs)
         env = values.get("environment")
         if isinstance(env, dict):
             for k, v in env.items():
