@@ -135,6 +135,11 @@ class PyIndex:
     #: (name, scope) of containers changed after they were built: ``hp["bf16"] = 1``, ``hp |= {...}``,
     #: ``hp.update(...)`` / ``setdefault`` / ``pop``: a dict literal bound to such a name is not its value
     mutated: set[tuple[str, str]] = field(default_factory=set)
+    #: the statements of each scope's own body ("" = the module), for straight-line reaching definitions;
+    #: None where two functions share a name (their scopes cannot be told apart)
+    bodies: dict[str, list | None] = field(default_factory=dict)
+    #: parameter names of each function scope: a binding no assignment shows
+    params: dict[str, set[str]] = field(default_factory=dict)
     _by_qualname: dict[str, list[Call]] | None = field(default=None, repr=False)
     _by_attr: dict[str, list[Call]] | None = field(default=None, repr=False)
 
@@ -173,6 +178,44 @@ class PyIndex:
     def assignments_to(self, resolved: str) -> list[Assign]:
         return [a for a in self.assigns if a.resolved == resolved]
 
+    def reaching(self, assigns: list[Assign], scope: str, use: ast.AST) -> Assign | None:
+        """The one assignment of ``assigns`` that reaches ``use`` in straight-line code, else None.
+
+        A notebook rebinds ``instance_type`` or ``params`` from cell to cell: at a use in a
+        statement of its scope's own body (not inside an ``if``/loop/``try``), the last
+        assignment before that statement holds, when that assignment is itself a statement of
+        the same body (so it ran, and nothing after it could rebind the name before the use).
+        Uses in functions of names bound at module level are not decided (the function may
+        run at any time)."""
+        body = self.bodies.get(scope)
+        line = getattr(use, "lineno", None)
+        if not body or line is None:
+            return None
+        stmt = _statement_at(body, line)
+        if stmt is None or stmt.__class__ not in _STRAIGHT:
+            return None
+        before = [a for a in assigns if a.scope == scope and a.node is not stmt and
+                  (a.node.lineno, a.node.col_offset) < (stmt.lineno, stmt.col_offset)]
+        if not before:
+            return None
+        last = max(before, key=lambda a: (a.node.lineno, a.node.col_offset))
+        return last if _statement_at(body, last.node.lineno) is last.node else None
+
+
+def _statement_at(body: list, line: int) -> ast.stmt | None:
+    """The statement of ``body`` (in source order) that spans ``line``."""
+    lo, hi = 0, len(body)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (body[mid].end_lineno or body[mid].lineno) < line:
+            lo = mid + 1
+        else:
+            hi = mid
+    return body[lo] if lo < len(body) and body[lo].lineno <= line else None
+
+
+#: statements that run as a whole once reached (no branch, loop or handler inside)
+_STRAIGHT = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return})
 
 #: dict methods that change the container in place
 _MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear"})
@@ -267,6 +310,18 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
+#: module paths that re-export another module's API under a different name: ``import tensorflow.compat.v2
+#: as tf`` is TensorFlow's own namespace, so ``tf.keras.datasets.mnist`` is ``tensorflow.keras...``
+_MODULE_ALIASES = (("tensorflow.compat.v2", "tensorflow"), ("tensorflow.compat.v1", "tensorflow"), ("tf_keras", "keras"))
+
+
+def _canonical_module(name: str) -> str:
+    for alias, canonical in _MODULE_ALIASES:
+        if name == alias or name.startswith(alias + "."):
+            return canonical + name[len(alias):]
+    return name
+
+
 def _start(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
@@ -293,6 +348,7 @@ class _Indexer:
     def walk(self, module: ast.Module) -> None:
         """Pre-order, children in field order (as libcst's walk was), iterative: the
         nesting the pre-checks allow (max-nesting) never meets Python's recursion limit."""
+        self.ix.bodies[""] = module.body
         stack: list[Any] = [module]
         pop, push = stack.pop, stack.append
         handlers = self.handlers
@@ -382,7 +438,7 @@ class _Indexer:
             name = alias.name
             self.ix.imported_modules.add(name)
             if alias.asname:
-                self.ix.imports[alias.asname] = name
+                self.ix.imports[alias.asname] = _canonical_module(name)
             else:
                 head = name.split(".")[0]
                 self.ix.imports[head] = head
@@ -405,13 +461,17 @@ class _Indexer:
         for alias in node.names:
             name = alias.name
             local = alias.asname or name
-            self.ix.imports[local] = f"{module}.{name}" if module else name
+            self.ix.imports[local] = _canonical_module(f"{module}.{name}" if module else name)
             self.ix.imported_modules.add(f"{module}.{name}")
 
     # -- scopes ------------------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> _Leave:
         if not self.scope and not self.class_stack:
             self.ix.top_functions.setdefault(node.name, node)
+        self.ix.bodies[node.name] = node.body if node.name not in self.ix.bodies else None
+        a = node.args
+        self.ix.params.setdefault(node.name, set()).update(
+            x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v is not None])
         self.scope.append(node.name)
         self.ix.functions.add(node.name)
         for dec in node.decorator_list:
@@ -680,6 +740,7 @@ DTYPES = {
 }
 DTYPE_STRINGS = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16", "float32": "fp32", "fp32": "fp32"}
 
+_SCALARS = (str, int, float, bool, type(None), OneOf)
 _PARSE_ARGS = {"parse_args", "parse_known_args", "parse_args_into_dataclasses", "parse_json_file", "parse_yaml_file", "parse_dict"}
 
 
@@ -731,7 +792,7 @@ class Evaluator:
             if resolved in DTYPES:
                 return DTYPES[resolved]
             if "." not in text:
-                return self._name(text, scope, depth)
+                return self._name(text, scope, depth, node)
             head, _, attr = text.rpartition(".")
             if "." not in head:
                 return self._attribute(head, attr, scope, depth)
@@ -786,14 +847,23 @@ class Evaluator:
         local = [a for a in self.ix.assigns if a.target == name and a.scope == scope]
         return local or [a for a in self.ix.assigns if a.target == name and a.scope == ""]
 
-    def _name(self, name: str, scope: str, depth: int) -> Any:
+    def _name(self, name: str, scope: str, depth: int, use: ast.AST | None = None) -> Any:
         assigns = self._assigns(name, scope)
         if not assigns:
             return UNKNOWN
+        if use is not None and (len(assigns) > 1 or name in self.ix.params.get(scope, ())):
+            reaching = self.ix.reaching(assigns, scope, use)
+            if reaching is None and name in self.ix.params.get(scope, ()):
+                return UNKNOWN  # a parameter, perhaps rebound on one path (``if kw is None: kw = {}``): its caller decides
+            assigns = [reaching] if reaching is not None else assigns
         values = [self.value(a.value, a.scope, depth + 1) if a.value is not UNKNOWN_EXPR else UNKNOWN for a in assigns]
         first = values[0]
-        if first is UNKNOWN or any(v != first for v in values[1:]):
+        if first is UNKNOWN or any(v is UNKNOWN for v in values):
             return UNKNOWN
+        if any(v != first for v in values[1:]):
+            # bound to different literals on different paths (``if local: t = "local" else: t = "ml.c5.xlarge"``):
+            # one of them, decided at run time
+            return OneOf.of(values) if all(isinstance(v, _SCALARS) for v in values) else UNKNOWN
         if isinstance(first, (dict, list)) and ((name, scope) in self.ix.mutated or (name, assigns[0].scope) in self.ix.mutated):
             return UNKNOWN  # hp = {...}; hp["bf16"] = 1: the literal is not what is passed on
         return first
