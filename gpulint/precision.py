@@ -101,6 +101,10 @@ def _hashable(v: Any) -> Any:
     return v if not isinstance(v, (list, dict)) else str(v)
 
 
+#: mechanisms of the HF Trainer's arguments, whose fp16/bf16 a DeepSpeed "auto" takes
+_HF_MECHANISMS = ("hf_args", "hf_cli", "hf_args_file")
+
+
 def precision_view(wl: Workload) -> PrecisionView:
     view = PrecisionView()
     for f in wl.of("precision"):
@@ -115,9 +119,13 @@ def precision_view(wl: Workload) -> PrecisionView:
                 # machine's own default config may (unknown)
                 if any(x.value.get("mechanism") == "accelerate_config" for x in wl.of("precision")):
                     continue
-        elif mech == "deepspeed" and (v.get("from_config") or v.get("auto")):
-            if any(x.value.get("mechanism") == "deepspeed" and x is not f and not x.value.get("from_config") for x in wl.of("precision")) or v.get("auto"):
-                continue  # the linked config file (or, for "auto", the HF arguments) decides
+        elif mech == "deepspeed" and v.get("auto"):
+            if any(x.value.get("mechanism") in _HF_MECHANISMS for x in wl.of("precision")):
+                continue  # "auto" takes the HF arguments' fp16/bf16: they decide
+            # outside the HF integration "auto" is no off switch (DeepSpeed reads the string as set): unknown
+        elif mech == "deepspeed" and v.get("from_config"):
+            if any(x.value.get("mechanism") == "deepspeed" and x is not f and not x.value.get("from_config") for x in wl.of("precision")):
+                continue  # the linked config file decides
         elif mech in ("hf_args", "hf_cli") and isinstance(enabled, dict):
             if any(x.value.get("mechanism") == "hf_args_file" for x in wl.of("precision")):
                 continue  # a JSON/YAML argument file decides instead of flags

@@ -75,7 +75,11 @@ class Resolver:
                 inst, inst_fact = found, f
                 break
             unknown.append(UnknownInstance(name, f.loc, f.key))
-        if inst is None and accel and not names:
+        # SkyPilot on a Kubernetes cluster, an SSH node pool or a GPU cloud the catalogue does not hold picks no
+        # catalogue instance: the cheapest AWS/GCP/Azure match would be a price this job never pays
+        infra = str(((target.attrs or {}).get("infra") if target is not None else None) or "").split("/")[0].strip().lower()
+        off_catalogue = source == "skypilot" and bool(infra) and provider is None
+        if inst is None and accel and not names and not off_catalogue:
             cands = cat.by_accelerator(str(accel.get("type") or ""), accel.get("count"), provider)
             priced = sorted((c for c in cands if cat.price(c).usd_per_hour), key=lambda c: cat.price(c).usd_per_hour)
             if priced:
@@ -103,6 +107,8 @@ class Resolver:
                 why = f"instance type {unknown[0].name!r} is not in the catalogue"
             elif unresolved:
                 why = unresolved[0]
+            elif accel and off_catalogue:
+                why = f"SkyPilot runs it on {infra!r}, which has no catalogue instance or price"
             elif accel:
                 why = f"accelerator {accel.get('type')!r} x{accel.get('count')} matches no catalogue instance"
             else:
@@ -284,6 +290,12 @@ class Resolver:
             if size is not None:
                 return ModelInfo(params=size.params, active_params=size.active_params, evidence=f"{size.evidence} ({f.loc.short()})",
                                  dims=dict(size.dims or {}))
+        counted = wl.code_facts("model.layers")
+        if counted and not names and all(isinstance(f.value.get("params"), int) for f in counted):
+            # every model the workload's code builds is framework layers of literal sizes: their sum bounds the model
+            total = sum(f.value["params"] for f in counted)
+            shown = ", ".join(sorted({f.value["name"] for f in counted})[:3])
+            return ModelInfo(params=total, evidence=f"counted from the literal layer sizes of {shown} ({counted[0].loc.short()})")
         served = _served_model(wl)
         if served is not None:
             name, launcher = served

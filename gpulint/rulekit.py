@@ -30,6 +30,9 @@ __all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_evidence", "gp
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
 TOY_MODEL_PARAMS = 20_000_000
+#: below this a model is tutorial-sized on any data (an MNIST MLP has 0.1-1.6M, LeNet 60k): ResNet-18 (11.7M) and
+#: larger convolution nets on ImageNet-sized images do gain from Tensor Cores, so the bar stays well under them
+SMALL_MODEL_PARAMS = 5_000_000
 #: launchers that start one process per GPU
 GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run", "torch.distributed.launch")
 
@@ -97,8 +100,9 @@ def multi_gpu(wl: Workload) -> bool | None:
 
 
 def toy_workload(wl: Workload) -> str | None:
-    """The tutorial-sized dataset a workload trains on (MNIST, CIFAR ...) when its model is not known to be
-    large: such a step is bound by anything but GPU math, so advice about GPU efficiency is informational."""
+    """What makes a workload tutorial-sized, in words: the benchmark dataset it trains on (MNIST, CIFAR ...)
+    when its model is not known to be large, or a model of fewer than SMALL_MODEL_PARAMS parameters: such a
+    step is bound by anything but GPU math, so advice about GPU efficiency is informational."""
     toys = [str(f.value.get("name")) for f in wl.code_facts("dataset") if f.value.get("toy")]
     # data read from files (a SageMaker channel of .npy arrays) names no dataset; an example script named
     # after its benchmark (mnist.py, keras_cifar10.py) says what it trains on
@@ -109,6 +113,9 @@ def toy_workload(wl: Workload) -> str | None:
     named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
     if toys and (model.params < TOY_MODEL_PARAMS if model is not None else not named):
         return toys[0]
+    if model is not None and model.params < SMALL_MODEL_PARAMS:
+        # whatever the data, a model this small keeps no GPU busy: the step is launch- and input-bound
+        return f"a {model.params / 1e6:.1f}M-parameter model, {model.evidence}"
     return None
 
 

@@ -1,6 +1,8 @@
 """AMP: mixed precision."""
 from __future__ import annotations
 
+import re
+
 from gpulint import fixes
 from gpulint.cost import avoidable, unpriced
 from gpulint.families import pre_tensor_core
@@ -258,11 +260,14 @@ Trainer(model=model, args=args).train()
         if at is not trains:
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
         toy = toy_workload(wl)
+        # a config file named as the fp32 variant (ds_config_fp32.json beside its fp16 twin) is a choice, not an oversight
+        deliberate = explicit and _FP32_NAMED.search(at.loc.path.rsplit("/", 1)[-1].lower()) is not None
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
-            + (f" (a tutorial-sized workload on {toy}: the gain is small)" if toy else ""),
-            severity=Severity.INFO if toy else None,
+            + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
+            + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else ""),
+            severity=Severity.INFO if toy or deliberate else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),
@@ -270,6 +275,10 @@ Trainer(model=model, args=args).train()
             workload=wl.name,
             fix=fixes.enable_bf16(at, wl),
         )
+
+
+#: a file stem that names fp32 as its point: ``*_fp32.json``, ``fp32-baseline.yaml``, ``float32.yaml``
+_FP32_NAMED = re.compile(r"(^|[^a-z0-9])(fp32|float32)([^a-z0-9]|$)")
 
 
 def _amp_cost(wl: Workload):

@@ -237,7 +237,7 @@ for x in loader:
                 continue  # the non-distributed fallback of a script that runs distributed (DDP branch, torchrun)
             toy = toy_workload(wl)
             # the cost is on machines with several GPUs: a warning where the compute says so, else advice
-            note = f" (a tutorial-sized workload on {toy})" if toy else \
+            note = f" (tutorial-sized: {toy})" if toy else \
                 " (the GPUs per machine are not known: this matters on multi-GPU machines)" if several is None else \
                 " (one GPU per machine here: DataParallel only adds overhead)" if several is False else ""
             yield self.finding(f.loc, "torch.nn.DataParallel drives all GPUs from one process through GPU 0; use DistributedDataParallel"

@@ -15,6 +15,7 @@ from typing import Any
 import ast
 
 from gpulint.model import Fact
+from gpulint.kinds.layer_sizes import count_models
 from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, SourceText, build_index, dotted, elements, literal, string
 from gpulint.sources import Source
 
@@ -55,6 +56,7 @@ KERAS_POLICY = {"tensorflow.keras.mixed_precision.set_global_policy", "keras.mix
                 "tensorflow.keras.mixed_precision.experimental.set_policy", "keras.mixed_precision.experimental.set_policy",
                 "tf_keras.mixed_precision.set_global_policy"}
 DS_INIT = {"deepspeed.initialize"}
+ZERO_INIT = {"deepspeed.zero.Init", "deepspeed.runtime.zero.partition_parameters.Init"}
 TF32_FLAGS = {"torch.backends.cuda.matmul.allow_tf32": "matmul", "torch.backends.cudnn.allow_tf32": "cudnn"}
 TF32_PRECISION = {"torch.backends.cuda.matmul.fp32_precision", "torch.backends.fp32_precision",
                   "torch.backends.cudnn.conv.fp32_precision"}
@@ -153,6 +155,12 @@ def _dict_literal(node: ast.expr, ix: PyIndex, scope: str, depth: int = 0) -> di
     if isinstance(node, ast.Name):
         assigns = [a for a in ix.assigns if a.target == node.id and a.scope == scope] or \
                   [a for a in ix.assigns if a.target == node.id and a.scope == ""]
+        param = node.id in ix.params.get(scope, ())
+        if len(assigns) > 1 or param:  # rebound (a notebook's cells): the binding that reaches this use, if one does
+            reaching = ix.reaching(assigns, scope, node)
+            if reaching is None and param:
+                return None  # a parameter (``if kwargs is None: kwargs = {}``): what the caller passes
+            assigns = [reaching] if reaching is not None else assigns
         if len(assigns) != 1 or not isinstance(assigns[0].value, ast.expr):
             return None
         if (node.id, assigns[0].scope) in ix.mutated or (node.id, scope) in ix.mutated:
@@ -410,6 +418,20 @@ def _precision(f: _Facts) -> None:
         f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else _norm(_dtype(dtype)),
                             "enabled": _norm(enabled) if not isinstance(enabled, OneOf) else None},
               c.node, c.qualname, in_with=c.in_with, scope=c.scope)
+    for c in ix.calls_to("functools.partial"):
+        # ``self.autocast_ctx = partial(torch.cuda.amp.autocast, enabled=True, dtype=torch.float16)``, entered later
+        # as ``with self.autocast_ctx():``: the autocast it binds is the workload's
+        inner = _qualified(f, c.positional(0)) if c.positional(0) is not None else ""
+        if inner not in AUTOCAST or inner == "torch.cpu.amp.autocast":
+            continue
+        device = "cuda" if inner == "torch.cuda.amp.autocast" else f.val(c, "device_type")
+        if device is not UNKNOWN and device not in ("cuda", "xpu", "mps"):
+            continue
+        on, half = half_precision(f.val(c, "dtype") if f.present(c, "dtype") else "fp16")
+        enabled = _norm(f.val(c, "enabled")) if f.present(c, "enabled") else True
+        f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else None,
+                            "enabled": (enabled if enabled in (True, False) else None) if on is True else None},
+              c.node, "functools.partial", in_with=False, scope=c.scope)
     for c in ix.calls_to("apex.amp.initialize"):
         level = f.val(c, "opt_level")
         on = None if level is UNKNOWN or isinstance(level, (dict, OneOf)) else (str(level).upper() != "O0")
@@ -481,10 +503,23 @@ def _precision(f: _Facts) -> None:
                     key = dtype["cli_arg"] if isinstance(dtype, dict) else "to"  # the flag that decides it
                     f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, key)
                     break
-                if isinstance(value, OneOf) and any(half_precision(ch)[0] is True for ch in value.choices):
-                    # ``bfloat16 if cuda and bf16 supported else float32``: 16 bit where the GPU has it, decided at run time
+                if isinstance(value, OneOf) and any(half_precision(ch)[0] is True for ch in value.choices) or \
+                        value is UNKNOWN and _names_a_dtype(arg, c):
+                    # ``bfloat16 if cuda and bf16 supported else float32``, or ``.to(dtype=self._dtype)`` read from a
+                    # config: 16 bit perhaps, decided at run time
                     f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None}, c.node, "to")
                     break
+        elif c.attr == "set_default_dtype" and c.positional(0) is not None:
+            # torch.set_default_dtype(torch.bfloat16), or a project's context manager of the same name around it
+            # (``with training.set_default_dtype(self._dtype):``): the model is built in that dtype
+            enabled, dtype = half_precision(f.ev.value(c.positional(0), c.scope))
+            if enabled is not False:
+                f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, "set_default_dtype")
+        elif c.qualname in ZERO_INIT and f.kwarg(c, "dtype") is not None:
+            # ZeRO-3 builds the parameters in this dtype: a 16-bit model, whatever the config file says
+            enabled, dtype = half_precision(f.ev.value(f.kwarg(c, "dtype"), c.scope))
+            if enabled is not False:
+                f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, "dtype")
         elif c.attr == "from_pretrained" and (f.kwarg(c, "torch_dtype") is not None or f.kwarg(c, "dtype") is not None):
             v = f.ev.value(f.kwarg(c, "torch_dtype") or f.kwarg(c, "dtype"), c.scope)
             enabled, dtype = half_precision(v)
@@ -503,6 +538,15 @@ def _precision(f: _Facts) -> None:
                                 "enabled": True if enabled is True else None}, c.node, q)
         elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
             f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+
+
+def _names_a_dtype(arg: ast.expr, c: Call) -> bool:
+    """Is an argument of ``.to()`` a dtype by its keyword or its name (``dtype=x``, ``self._dtype``,
+    ``cfg.torch_dtype``), as opposed to a device?"""
+    if any(k == "dtype" and v is arg for k, v in c.keywords()):
+        return True
+    text = dotted(arg) or ""
+    return text.rsplit(".", 1)[-1].lower().lstrip("_").endswith("dtype")
 
 
 TRL_BF16_DEFAULT = "TRL >= 0.19 turns bf16 on when fp16 is not set; older releases train in fp32"
@@ -622,7 +666,10 @@ def _dataloaders(f: _Facts) -> None:
               pretokenized=_pretokenized(f, c))
 
 
-_EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration)"
+#: names of loaders that never run a training step: evaluation, and generation (a loader of prompts
+#: that a pipeline samples images or text from: ``sample_dataloader``, ``prompt_loader``)
+_EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration"
+                         r"|sample|sampling|generate|generation|prompt|prompts)"
                          r"(_|$|\d|loader|set|dl|ds|data)")
 
 
@@ -836,6 +883,8 @@ def _models(f: _Facts) -> None:
             if any(k in dims for k in ("hidden_size", "n_embd", "d_model")):
                 dims.setdefault("model_type", q.split(".")[-1][: -len("Config")].lower())
                 f.add("model.config", dims, c.node, q)
+    for node, name, params in count_models(f.ix, lambda n: _qualified(f, n), f.ev.value):
+        f.add("model.layers", {"name": name, "params": params}, node, name)
     for c in f.ix.calls_to("peft.get_peft_model", "peft.LoraConfig", "peft.prepare_model_for_kbit_training"):
         f.add("peft", {"method": "lora", "via": c.qualname}, c.node, c.qualname)
     for c in f.ix.calls_to("transformers.BitsAndBytesConfig"):
