@@ -96,7 +96,9 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
          "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...")
-register("uses_gpu", "code", _obj(("via",), via=STR), "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...).")
+register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL),
+         "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
+         "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\").")
 register("cpu_only", "code", _obj(("via",), via=STR, declared=BOOL),
          "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\"); declared: it submits itself with resources "
          "that hold no GPU (Kubeflow CustomTrainer resources_per_node), or a notebook whose kernel runs on a CPU instance "
@@ -114,10 +116,11 @@ register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memo
          "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings; "
          "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), else train; "
          "attrs.pretokenized: batches of already tokenised rows (a transformers data collator, a datasets .map()/load_from_disk "
-         "result); attrs.in_memory: a TensorDataset.")
+         "result); attrs.in_memory: a TensorDataset (true) or class:<Name>, a Dataset class of the repository to look up in "
+         "dataset_class facts.")
 register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
          "init_process_group and its backend (nccl, gloo, mpi, or null); attrs.guards: the branches it sits in "
-         "(cpu/gpu of a CUDA check, multi_gpu, debug, dead), attrs.rpc: the file also starts torch.distributed.rpc.")
+         "(cpu/gpu of a CUDA check, multi_gpu, debug, dead, other_os), attrs.rpc: the file also starts torch.distributed.rpc.")
 register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
          "attrs.guards as for process_group, attrs.function: the enclosing function.")
 register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
@@ -141,7 +144,13 @@ register("grad_checkpointing", "code", _obj(enabled=TRI, via=STR), "Activation (
 register("peft", "code", _obj(method=STR, via=STR, load_in_4bit=BOOL, load_in_8bit=BOOL), "Parameter-efficient fine-tuning (lora, qlora).")
 register("decodes_media", "code", _obj(("via",), via=STR),
          "The file decodes images, audio or video per sample (PIL Image.open, cv2.imread, torchvision.io, torchaudio.load, "
-         "ImageFolder, random-augmentation transforms ...): host work a DataLoader's worker processes take off the GPU's path.")
+         "ImageFolder, random-augmentation transforms ...) where samples are produced (a Dataset's __getitem__, what it calls, a "
+         "transform hook or collate_fn): host work a DataLoader's worker processes take off the GPU's path.")
+register("benchmark", "code", _obj(("via",), via=STR),
+         "The training step is measured, not trained toward a model: the file is named a benchmark, or the step's function "
+         "times it (a clock and torch.cuda.synchronize or CUDA events beside the backward).")
+register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL),
+         "A Dataset class of the file; in_memory: its __getitem__ only indexes what the object holds (no I/O, no transform).")
 register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
          "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
 register("script", "code", _obj(("via",), via=STR),

@@ -70,6 +70,8 @@ _MOE = re.compile(r"(?<![a-z0-9.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])", re.I)
 # A letter or digit before the number ("v2", "qwen2", "t5") or after the unit ("7b1") is not a size.
 _SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])", re.I)
 _MIN_PARAMS, _MAX_PARAMS = 1_000_000, 10_000_000_000_000
+# "-16E", "-128E": the number of experts of a mixture-of-experts model, beside its active size
+_EXPERTS = re.compile(r"(?<![a-z0-9.])\d+e(?![a-z0-9])", re.I)
 
 
 def from_name(name: Any, extra: Iterable[Mapping] = ()) -> ModelSize | None:
@@ -93,6 +95,8 @@ def from_name(name: Any, extra: Iterable[Mapping] = ()) -> ModelSize | None:
                 return _from_entry(entry, f"mixture-of-experts size hint {moe.group(0)!r} in {last!r} matched "
                                           f"known model {entry['id']!r} (total is not experts x size)")
         return None
+    if _EXPERTS.search(last):
+        return None  # "Scout-17B-16E": the size in a name with an expert count is the active size, not the total
     sizes = {(float(m.group(1)), m.group(2).lower()) for m in _SIZE.finditer(last)}
     if len(sizes) != 1:
         return None  # none, or conflicting hints such as "7b-distilled-from-70b"

@@ -63,7 +63,8 @@ class Call:
     decorator: bool = False
     assigned_to: str = ""  # ``x`` in ``x = f(...)``
     #: branches the call sits in (outermost first): "gpu" / "cpu" (a CUDA check's branches), "multi_gpu"
-    #: (more than one GPU), "debug" (a debug or verbose switch), "dead" (``if False:``)
+    #: (more than one GPU), "debug" (a debug or verbose switch), "dead" (``if False:``), "other_os"
+    #: (a Windows/macOS branch: ``if sys.platform == "win32":``)
     guards: tuple[str, ...] = ()
     order: int = 0  # position in PyIndex.calls (source order)
 
@@ -693,6 +694,10 @@ _MULTI = re.compile(r"""(device_count\(\)|\bn_gpus?\b|\bnum_gpus\b|\bworld_size\
 _DEBUG = re.compile(r"""\b(debug|DEBUG|verbose|VERBOSE|is_debug|debug_mode|dry_run)\b""")
 
 
+_OTHER_OS = re.compile(r"(sys\.platform|os\.name|platform\.system\(\))\s*(==|!=|\.startswith\(|in |not in )\s*[\(\[]?\s*['\"]"
+                       r"(win32|win|nt|windows|darwin|cygwin)['\"]", re.I)
+
+
 def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:
     """(guard of the body, guard of the else branch) of an ``if`` test: which runs only without a
     GPU, only with one (or several), only in a debug run, or never."""
@@ -708,7 +713,10 @@ def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:
         return None, None  # `a and b`: neither branch is decided by one check alone
     body: str | None
     other: str | None
-    if _MULTI.search(text):
+    if _OTHER_OS.search(text):
+        # ``if sys.platform == "win32": backend = "gloo"``: a desktop's branch, never the Linux GPU host's
+        body, other = ("other_os", None) if "!=" not in text and " not in " not in text else (None, "other_os")
+    elif _MULTI.search(text):
         body, other = "multi_gpu", None
     elif _CPU_WORDS.search(text):
         body, other = "cpu", "gpu"

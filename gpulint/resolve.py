@@ -80,12 +80,15 @@ class Resolver:
         infra = str(((target.attrs or {}).get("infra") if target is not None else None) or "").split("/")[0].strip().lower()
         off_catalogue = source == "skypilot" and bool(infra) and provider is None
         if inst is None and accel and not names and not off_catalogue:
-            cands = cat.by_accelerator(str(accel.get("type") or ""), accel.get("count"), provider)
+            # a GKE node selector names the accelerator, the pod's nvidia.com/gpu request its count: an instance with fewer
+            # GPUs than the pod requests never schedules it
+            count = accel.get("count") if isinstance(accel.get("count"), int) else self._int(compute, "compute.gpus_per_node")
+            cands = cat.by_accelerator(str(accel.get("type") or ""), count, provider)
             priced = sorted((c for c in cands if cat.price(c).usd_per_hour), key=lambda c: cat.price(c).usd_per_hour)
             if priced:
                 inst = priced[0]
-                assumed = (f"{accel.get('type')}:{accel.get('count')} resolved to the cheapest matching catalogue instance, "
-                           "as SkyPilot's optimizer picks")
+                picker = "as SkyPilot's optimizer picks" if source == "skypilot" else "an assumption: the repository names no machine type"
+                assumed = f"{accel.get('type')}:{count} resolved to the cheapest matching catalogue instance, {picker}"
         capacity, capacity_fact, fallback = self._capacity(parts)
         nodes = self._int(compute, "compute.node_count")
         if nodes is None and source in ("skypilot", "sagemaker"):
@@ -133,6 +136,7 @@ class Resolver:
 
     def _capacity(self, parts: list[Compute]) -> tuple[str | None, Fact | None, bool]:
         capacity, where, fallback = None, None, False
+        alternative_on_demand = False
         for part in parts:
             for f in part.facts:
                 if f.kind != "compute.capacity":
@@ -143,9 +147,12 @@ class Resolver:
                 if v == "spot":
                     capacity, where = "spot", f
                     fallback = fallback or bool((f.attrs or {}).get("on_demand_fallback"))
-                elif capacity is None or (capacity == "on-demand" and (f.attrs or {}).get("default")):
-                    capacity, where = v, f
-        return capacity, where, fallback
+                else:
+                    # one of several alternatives (SkyPilot any_of: [{use_spot: true}, {use_spot: false}]): the fallback
+                    alternative_on_demand = alternative_on_demand or bool((f.attrs or {}).get("alternatives"))
+                    if capacity is None or (capacity == "on-demand" and (f.attrs or {}).get("default")):
+                        capacity, where = v, f
+        return capacity, where, fallback or (capacity == "spot" and alternative_on_demand)
 
     def _int(self, compute: Compute, kind: str) -> int | None:
         for f in compute.facts:

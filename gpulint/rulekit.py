@@ -25,7 +25,7 @@ from gpulint.model import Fact, Related
 from gpulint.resolution import CPU, GPU
 from gpulint.workloads import Workload
 
-__all__ = ["GPU_LAUNCHERS", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase", "multi_gpu", "on_gpu",
+__all__ = ["GPU_LAUNCHERS", "WEAK_GPU_EVIDENCE", "benchmark_of", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase", "multi_gpu", "on_gpu",
            "toy_workload", "training_fact", "trains_on_gpu"]
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
@@ -69,7 +69,8 @@ _PROBES = ("is_available", "device_count", "current_device", "current_accelerato
 def gpu_evidence(wl: Workload) -> str | None:
     """How the workload is known to run on a GPU, strongest first: ``"compute"`` (its compute target
     has GPUs), ``"launcher"`` (torchrun, accelerate, deepspeed start one process per GPU), ``"code"``
-    (``.cuda()``, a ``"cuda"`` device, a framework that takes the GPU), ``"probe"`` (the code only asks
+    (``.cuda()``, a ``"cuda"`` device, DeepSpeed), ``"framework"`` (HF Trainer, accelerate or Lightning
+    take a GPU when there is one, and train on the CPU otherwise), ``"probe"`` (the code only asks
     whether a GPU exists, and falls back to the CPU), or None (not on a GPU, or nothing says so).
     Rules that warn about GPU cost on evidence this weak stay quiet or speak at info."""
     if not on_gpu(wl):
@@ -79,10 +80,14 @@ def gpu_evidence(wl: Workload) -> str | None:
         return "compute"
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return "launcher"
-    vias = [str(f.value.get("via") or "") for f in wl.code_facts("uses_gpu")]
-    if vias and all(v.rsplit(".", 1)[-1] in _PROBES for v in vias):
+    uses = wl.code_facts("uses_gpu")
+    probes = [f for f in uses if str(f.value.get("via") or "").rsplit(".", 1)[-1] in _PROBES]
+    auto = [f for f in uses if f.value.get("auto")]
+    if uses and len(probes) == len(uses):
         return "probe"
-    return "code" if vias else "compute"  # on_gpu's last reason: the compute target counts GPUs
+    if uses and len(probes) + len(auto) == len(uses):
+        return "framework"
+    return "code" if uses else "compute"  # on_gpu's last reason: the compute target counts GPUs
 
 
 def multi_gpu(wl: Workload) -> bool | None:
@@ -122,6 +127,12 @@ def toy_workload(wl: Workload) -> str | None:
 _TOY_FILE = re.compile(r"(^|[^a-z])(fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn)([^a-z0-9]|$)")
 
 
+def benchmark_of(wl: Workload) -> Fact | None:
+    """The fact that says the workload measures its training step (a benchmark) rather than trains a model."""
+    found = wl.code_facts("benchmark")
+    return found[0] if found else None
+
+
 def trains_on_gpu(wl: Workload) -> Fact | None:
     """The training fact of a workload that trains on a GPU, else None."""
     t = training_fact(wl)
@@ -142,9 +153,14 @@ def compute_related(wl: Workload) -> list[Related]:
 
 
 def gpu_phrase(wl: Workload) -> str:
-    """`on p4d.24xlarge (8x A100-SXM4-40GB)` when known, else `on GPU`."""
+    """`on p4d.24xlarge (8x A100-SXM4-40GB)` when known, `on GPU` when the code, launcher or compute says
+    GPU, else `on a GPU if there is one` (code that falls back to the CPU, with no compute in sight)."""
     c = compute_of(wl)
     if c is not None and c.instance is not None:
         gpus = f" ({c.gpu_count}x {c.gpu_model})" if c.gpu_count and c.gpu_model else ""
         return f"on {c.instance_name}{gpus}"
-    return "on GPU"
+    return "on a GPU if there is one" if gpu_evidence(wl) in WEAK_GPU_EVIDENCE else "on GPU"
+
+
+#: evidence of a GPU that the code would also run without one: rules that cost GPU time speak at info on it
+WEAK_GPU_EVIDENCE = ("probe", "framework")

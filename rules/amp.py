@@ -11,7 +11,8 @@ from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import compute_of, compute_related, gpu_phrase, toy_workload, training_fact, trains_on_gpu
+from gpulint.rulekit import (WEAK_GPU_EVIDENCE, benchmark_of, compute_of, compute_related, gpu_evidence, gpu_phrase,
+                             toy_workload, training_fact, trains_on_gpu)
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
@@ -33,7 +34,14 @@ class MissingMixedPrecision(Rule):
         It fires when the workload trains on a GPU and none is enabled. It points at an explicit
         disabling (``mixed_precision: "no"``) where there is one, else at the training loop or trainer.
         Where a setting depends on something it cannot see (a flag with no default, ``**kwargs``,
-        a machine-local accelerate config) it stays silent.
+        a machine-local accelerate config, a dtype read from a config at run time) it stays silent.
+        Severity follows the evidence: a warning where the compute, a launcher (torchrun, deepspeed)
+        or the code (``.cuda()``, a ``"cuda"`` device) puts the training on a GPU; info where only a
+        framework that falls back to the CPU (HF Trainer, accelerate, Lightning ``"auto"``) or a
+        ``torch.cuda.is_available()`` check says so, for tutorial-sized workloads (a benchmark
+        dataset such as MNIST, or a model of under 5M parameters counted from its literal layer
+        sizes), for a config file named as the fp32 variant (``ds_config_fp32.json``) and for a
+        benchmark (a file named for it, or a step timed with a clock and ``torch.cuda.synchronize``).
     Why it costs money:
         Tensor Cores run fp16/bf16 matrix math at many times the fp32 rate (A100: 312 vs 19.5 TFLOPS,
         2x the TF32 rate), and half-precision activations halve memory traffic. PyTorch's AMP recipe
@@ -262,12 +270,15 @@ Trainer(model=model, args=args).train()
         toy = toy_workload(wl)
         # a config file named as the fp32 variant (ds_config_fp32.json beside its fp16 twin) is a choice, not an oversight
         deliberate = explicit and _FP32_NAMED.search(at.loc.path.rsplit("/", 1)[-1].lower()) is not None
+        bench = benchmark_of(wl)
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
             + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
-            + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else ""),
-            severity=Severity.INFO if toy or deliberate else None,
+            + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
+            + (f" (a benchmark, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else ""),
+            # code that would train on the CPU as well, with no compute, launcher or .cuda() to say GPU: advice
+            severity=Severity.INFO if toy or deliberate or bench or gpu_evidence(wl) in WEAK_GPU_EVIDENCE else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),

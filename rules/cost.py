@@ -338,8 +338,10 @@ class ServingOnSpotWithoutFallback(Rule):
 
     What it does:
         For inference workloads whose compute is spot (a Karpenter NodePool that allows only
-        ``spot``, a spot-only node pool, a GKE spot node selector, a spot toleration) and that show
-        no on-demand alternative, it fires. Workloads named for development or tests are left alone.
+        ``spot``, a spot-only node pool, a GKE spot node selector, a spot toleration, SkyPilot
+        ``use_spot``) and that show no on-demand alternative (SkyPilot ``any_of`` with an on-demand
+        choice, SkyServe ``dynamic_ondemand_fallback``/``base_ondemand_fallback_replicas``), it
+        fires. Workloads named for development or tests are left alone.
     Why it costs money:
         When spot capacity is reclaimed, every replica can go at once: the endpoint is down until
         spot returns, and a cold start of a large model takes minutes.
@@ -372,9 +374,13 @@ class ServingOnSpotWithoutFallback(Rule):
             return
         if any(w in wl.name.lower() for w in _DEV_WORDS):
             return
+        how = ("In the SkyServe service, set replica_policy.dynamic_ondemand_fallback: true (or base_ondemand_fallback_replicas: 1), "
+               "or list an on-demand alternative in resources.any_of." if c.source == "skypilot" else
+               "Allow both capacity types so the scheduler falls back (Karpenter karpenter.sh/capacity-type In [spot, on-demand]), "
+               "or keep a small on-demand floor and put the burst on spot.")
         yield self.finding(c.capacity_loc or c.loc,
                            f"serving workload {wl.name} runs only on spot capacity ({c.instance_name or c.id}) with no on-demand fallback",
-                           symbol=f"{wl.name}:spot", workload=wl.name,
+                           symbol=f"{wl.name}:spot", workload=wl.name, guidance=how,
                            cost=CostImpact(None, "No hourly figure: the cost is downtime when spot capacity is reclaimed.", "high"))
 
 

@@ -27,13 +27,22 @@ def _loaders(wl: Workload):
     CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
         attrs = f.attrs or {}
-        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & {"dead", "cpu"}:
+        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & {"dead", "cpu", "other_os"}:
             continue
-        if attrs.get("in_memory") or attrs.get("pretokenized"):
+        if attrs.get("in_memory") is True or attrs.get("pretokenized") or _in_memory_class(wl, attrs.get("in_memory")):
             continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do
         if f.value.get("via") == "hf_trainer" or _large_model(wl):
             continue  # tokenised text for a large model: collation is negligible next to the step
         yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
+
+
+def _in_memory_class(wl: Workload, ref) -> bool:
+    """``class:Name``: the loader's dataset is a class of the workload's code whose items index memory."""
+    if not isinstance(ref, str) or not ref.startswith("class:"):
+        return False
+    name = ref[len("class:"):]
+    found = [f for f in wl.code_facts("dataset_class") if f.value.get("name") == name]
+    return bool(found) and all(f.value.get("in_memory") for f in found)
 
 
 class DataloaderSingleProcess(Rule):

@@ -16,7 +16,7 @@ from gpulint.rule import Example, Expect, Rule
 from gpulint.resolution import CPU, ResolvedCompute
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import compute_of, compute_related, training_fact, trains_on_gpu
+from gpulint.rulekit import benchmark_of, compute_of, compute_related, training_fact, trains_on_gpu
 
 # Instance-local or in-memory locations an interruption (a new VM) wipes (training-facts §5.1/§5.2).
 EPHEMERAL_PREFIXES = ("/tmp", "/dev/shm", "/local_disk", "/mnt/nvme", "/opt/dlami/nvme", "/mnt/resource")
@@ -110,7 +110,8 @@ class SpotWithoutCheckpointing(Rule):
         its code and configs: ``torch.save``, ``save_pretrained``/``save_model``, accelerate
         ``save_state``, DeepSpeed ``save_checkpoint``, ``torch.distributed.checkpoint.save``, HF
         Trainer (saves every 500 steps unless ``save_strategy="no"``), Lightning (``ModelCheckpoint``
-        or the Trainer's default). Fires when there is none.
+        or the Trainer's default). Fires when there is none. A benchmark (a file named for it, or a
+        training step timed with a clock and ``torch.cuda.synchronize``) keeps no state worth saving.
     Why it costs money:
         Spot capacity is reclaimed with 30 s to 2 min notice, too short to write a large checkpoint.
         Without periodic checkpoints every interruption throws away all the GPU hours since the job
@@ -157,8 +158,8 @@ trainer.train(resume_from_checkpoint=True)
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or not on_spot(wl):
-            return
+        if trains_on_gpu(wl) is None or not on_spot(wl) or benchmark_of(wl):
+            return  # a benchmark keeps no state worth a checkpoint
         if wl.of("checkpoint.save"):
             return
         hw = compute_of(wl)
@@ -227,8 +228,8 @@ trainer.train()
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or not on_spot(wl):
-            return
+        if trains_on_gpu(wl) is None or not on_spot(wl) or benchmark_of(wl):
+            return  # a benchmark keeps no state worth a checkpoint
         saves = sorted(wl.of("checkpoint.save"), key=lambda f: f.loc)
         if not saves or wl.of("checkpoint.resume"):
             return
@@ -463,8 +464,8 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or not on_spot(wl):
-            return
+        if trains_on_gpu(wl) is None or not on_spot(wl) or benchmark_of(wl):
+            return  # a benchmark keeps no state worth a checkpoint
         saves = sorted(wl.of("checkpoint.save"), key=lambda f: f.loc)
         explicit_lightning = any(f.value.get("via") == "lightning" and not f.value.get("default") for f in saves)
         # a ModelCheckpoint callback replaces the Trainer's default checkpointing (and its folder)

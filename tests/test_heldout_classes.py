@@ -189,3 +189,159 @@ def test_skypilot_on_kubernetes_is_not_priced_as_a_cloud_instance():
     (w,) = [w for w in result.workloads if w.get("compute")]
     assert w["compute"].get("instance") is None and not w["compute"].get("price")
     assert "k8s" in str(w["compute"])
+
+
+# -- input pipeline: where samples are produced ------------------------------------------------------
+TRAIN_LOOP = "model = Net().cuda()\n" + LOOP
+IMAGES = ("import torch\nfrom PIL import Image\n\n\nclass Images(torch.utils.data.Dataset):\n"
+          "    def __getitem__(self, i):\n        return load(self.paths[i])\n\n\ndef load(path):\n    return Image.open(path)\n")
+
+
+def _io001(files):
+    return [f for f in scan_files(dict(files, **{"infra/main.tf": P4D})).findings if f.code == "IO001"]
+
+
+def test_decoding_counts_where_a_dataset_produces_its_samples():
+    train = "import torch\nimport data\nloader = torch.utils.data.DataLoader(data.Images(), batch_size=8, pin_memory=True)\n" + TRAIN_LOOP
+    (f,) = _io001({"train.py": train, "data.py": IMAGES})
+    assert f.severity.value == "warning" and "PIL.Image.open at data.py:11" in f.message  # through the helper __getitem__ calls
+    shown = IMAGES.replace("return Image.open(path)", "return numpy.load(path)") + "\nImage.open('figure.png').show()\n"
+    (f,) = _io001({"train.py": train, "data.py": shown})
+    assert f.severity.value == "info"  # an image shown at module level decodes nothing per sample
+
+
+def test_a_dataset_class_that_indexes_memory_is_a_tensor_dataset():
+    data = ("import torch\n\n\nclass Pairs(torch.utils.data.Dataset):\n    def __init__(self, n):\n"
+            "        self.x = torch.randn(n, 20)\n        self.y = torch.randn(n, 1)\n\n"
+            "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\n")
+    train = "import torch\nfrom data import Pairs\nloader = torch.utils.data.DataLoader(Pairs(2048), batch_size=32, pin_memory=True)\n" + TRAIN_LOOP
+    assert _io001({"train.py": train, "data.py": data}) == []
+    reads = data.replace("return self.x[i], self.y[i]", "return torch.load(self.files[i])")
+    assert len(_io001({"train.py": train, "data.py": reads})) == 1
+
+
+@pytest.mark.parametrize("dataset", [
+    "tokenized['train'].shuffle(seed=42).select(range(1000))",
+    "tokenized.rename_column('label', 'labels')['train']",
+    "Dataset.from_dict({'input_ids': ids}).with_format('torch')",
+])
+def test_token_rows_stay_token_rows_through_row_methods(dataset):
+    train = ("import torch\nfrom datasets import load_dataset, Dataset\nfrom torch.utils.data import DataLoader\n"
+             "raw = load_dataset('glue', 'mrpc')\ntokenized = raw.map(tokenize, batched=True)\n"
+             f"loader = DataLoader({dataset}, batch_size=8, pin_memory=True)\n" + TRAIN_LOOP)
+    assert _io001({"train.py": train}) == []
+
+
+def test_a_collate_function_that_pads_token_ids_is_a_text_collator():
+    train = ("import torch\nfrom torch.utils.data import DataLoader\n\n\ndef collate(rows):\n"
+             "    return tokenizer.pad(rows, padding='longest', return_tensors='pt')\n\n\n"
+             "loader = DataLoader(rows, batch_size=8, collate_fn=collate, pin_memory=True)\n" + TRAIN_LOOP)
+    assert _io001({"train.py": train}) == []
+
+
+@pytest.mark.parametrize("loader", ["testing_data_loader = DataLoader(ds, batch_size=8)",
+                                    "loader = DataLoader(eval_dataset, batch_size=8)"])
+def test_evaluation_loaders_by_name_or_dataset_are_left_alone(loader):
+    train = "import torch\nfrom torch.utils.data import DataLoader\n" + loader + "\n" + TRAIN_LOOP
+    assert [f.code for f in scan_files({"train.py": train, "infra/main.tf": P4D}).findings if f.code.startswith("IO")] == []
+
+
+# -- severity follows the GPU evidence -----------------------------------------------------------------
+HF_NOTEBOOK_CELL = ("from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments\n"
+                    "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')\n"
+                    "args = TrainingArguments(output_dir='out', num_train_epochs=3)\n"
+                    "Trainer(model=model, args=args, train_dataset=train_ds).train()\n")
+
+
+def test_amp001_is_advice_where_only_a_cpu_capable_framework_says_gpu():
+    (f,) = [f for f in scan_files({"train.py": HF_NOTEBOOK_CELL}).findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "on a GPU if there is one" in f.message
+    sm = ("from sagemaker.huggingface import HuggingFace\n"
+          "HuggingFace(entry_point='train.py', instance_type='ml.g5.2xlarge', role=role).fit()\n")
+    (f,) = [f for f in scan_files({"train.py": HF_NOTEBOOK_CELL, "launch.py": sm}).findings if f.code == "AMP001"]
+    assert f.severity.value == "warning" and "g5.2xlarge" in f.message
+
+
+SPOT_SKY = "resources:\n  accelerators: A100:8\n  use_spot: true\nrun: |\n  torchrun --nproc_per_node 8 %s\n"
+BENCH = ("import time\nimport torch\n\n\ndef measure(model, opt, n=15):\n    times = []\n    for _ in range(n):\n"
+         "        start = time.time()\n        loss = model(torch.randn(64, 3, 224, 224).cuda()).sum()\n        loss.backward()\n"
+         "        opt.step()\n        torch.cuda.synchronize()\n        times.append(time.time() - start)\n    return times\n\n\n"
+         "if __name__ == '__main__':\n    measure(Net().cuda(), opt)\n")
+
+
+@pytest.mark.parametrize("name, body", [("ddp_sweep.py", BENCH), ("benchmark_resnet.py", BENCH.replace("time.time()", "0"))])
+def test_a_benchmark_needs_no_checkpoint_and_may_measure_fp32(name, body):
+    result = scan_files({name: body, "sky.yaml": SPOT_SKY % name})
+    assert not [f for f in result.findings if f.code.startswith("SPOT")]
+    (f,) = [f for f in result.findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "a benchmark" in f.message
+    trains = scan_files({"train.py": BENCH.replace("time.time()", "0").replace("torch.cuda.synchronize()", "pass"),
+                         "sky.yaml": SPOT_SKY % "train.py"})
+    assert "SPOT001" in {f.code for f in trains.findings}
+
+
+SKYSERVE = ("service:\n  readiness_probe: /v1/models\n  replicas: 2\n%s"
+            "resources:\n  accelerators: L4:1\n%s  ports: 8000\nrun: |\n  python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B-Instruct\n")
+
+
+@pytest.mark.parametrize("service, resources", [
+    ("", "  any_of:\n    - use_spot: true\n    - use_spot: false\n"),
+    ("  replica_policy:\n    min_replicas: 2\n    dynamic_ondemand_fallback: true\n", "  use_spot: true\n"),
+    ("  replica_policy:\n    min_replicas: 2\n    base_ondemand_fallback_replicas: 1\n", "  use_spot: true\n"),
+])
+def test_skypilot_spot_serving_with_an_on_demand_fallback_is_fine(service, resources):
+    assert codes({"serve.yaml": SKYSERVE % (service, resources)}, "COST004") == []
+
+
+def test_skypilot_spot_only_serving_is_told_the_skyserve_fallback():
+    (f,) = [f for f in scan_files({"serve.yaml": SKYSERVE % ("", "  use_spot: true\n")}).findings if f.code == "COST004"]
+    assert "dynamic_ondemand_fallback" in f.guidance
+
+
+@pytest.mark.parametrize("name, total", [("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9), ("acme/Foo-17B-16E-chat", None),
+                                         ("Qwen/Qwen3-30B-A3B", 30e9)])
+def test_a_size_beside_an_expert_count_is_the_active_size(name, total):
+    from gpulint.modelsize import from_name
+    size = from_name(name)
+    assert (size.params if size else None) == total
+
+
+GKE_TGI = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: llm}
+  template:
+    metadata:
+      labels: {app: llm}
+    spec:
+      containers:
+      - name: tgi
+        image: ghcr.io/huggingface/text-generation-inference:2.0
+        env:
+        - {name: MODEL_ID, value: tiiuae/falcon-40b-instruct}
+        resources:
+          limits:
+            nvidia.com/gpu: "2"
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+"""
+
+
+def test_a_gke_pod_is_priced_on_a_machine_that_holds_all_the_gpus_it_requests():
+    (w,) = [w for w in scan_files({"k8s/tgi.yaml": GKE_TGI}).workloads if w.get("compute")]
+    assert w["compute"]["instance"] == "g2-standard-24"  # 2x L4; g2-standard-4 has one
+    assert "SkyPilot" not in w["compute"].get("assumed", "")
+
+
+@pytest.mark.parametrize("test", ['sys.platform == "win32"', 'os.name == "nt"', 'platform.system() == "Windows"'])
+def test_gloo_on_a_windows_branch_is_not_the_gpu_hosts_backend(test):
+    train = ("import os, sys, platform\nimport torch\nimport torch.distributed as dist\n"
+             f"if {test}:\n    dist.init_process_group('gloo')\nelse:\n    dist.init_process_group('nccl')\n"
+             "model = torch.nn.parallel.DistributedDataParallel(Net().cuda())\n" + LOOP)
+    assert codes({"train.py": train, "infra/main.tf": P4D}, "NET005") == []
+    linux_gloo = train.replace("dist.init_process_group('nccl')", "dist.init_process_group('gloo')")
+    assert codes({"train.py": linux_gloo, "infra/main.tf": P4D}, "NET005") == ["NET005"]

@@ -209,6 +209,7 @@ def python_facts(source: Source) -> list[Fact]:
     _sagemaker_model_trainer(f)
     _serving(f)
     _datasets(f)
+    _dataset_classes(f)
     _local_imports(f)
     if _runs_as_script(ix):
         f.out.append(Fact("script", {"via": "main_guard" if ix.main_guard else "module_level"}, source.loc(1), "script", "", {}))
@@ -235,12 +236,33 @@ def _runs_as_script(ix: PyIndex) -> bool:
 
 
 # -- does it train, on what --------------------------------------------------------------
+#: entry points named for measuring speed, not for producing a model
+_BENCH_FILE = re.compile(r"(^|[_\-.])(bench|benchmark|benchmarks|benchmarking|throughput|speedtest|speed_test)([_\-.]|$)")
+_CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "timeit.default_timer"})
+
+
+def _benchmark(f: _Facts, backward: Call) -> None:
+    """A training step that is measured rather than trained toward a model: the file is named a benchmark,
+    or the step's own function times it (a clock read and ``torch.cuda.synchronize()`` beside the backward,
+    or CUDA events). Nothing of it is worth a checkpoint, and fp32 may be what it measures."""
+    stem = posixpath.basename(f.src.path).rsplit(".", 1)[0].lower()
+    if _BENCH_FILE.search(stem):
+        f.add("benchmark", {"via": "file name"}, backward.node, stem)
+        return
+    scope = [c for c in f.ix.calls if c.scope == backward.scope]
+    clocks = any(c.qualname in _CLOCKS for c in scope)
+    syncs = any(c.qualname in ("torch.cuda.synchronize", "torch.cuda.Event") or c.attr == "elapsed_time" for c in scope)
+    if backward.scope and clocks and syncs:
+        f.add("benchmark", {"via": "timed steps"}, backward.node, backward.scope)
+
+
 def _training(f: _Facts) -> None:
     ix = f.ix
     backward = [c for c in ix.method_calls("backward")]
     steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
     if backward and steps:
         f.add("trains", {"via": "loop"}, backward[0].node, "backward")
+        _benchmark(f, backward[0])
     for c in ix.calls:
         q = c.qualname or ""
         if q.endswith("().train") and q[: -len("().train")] in HF_TRAINERS:
@@ -282,13 +304,15 @@ def _training(f: _Facts) -> None:
     gpu_frameworks = HF_TRAINERS | ACCELERATOR | DS_INIT
     for c in ix.calls:
         if c.qualname in gpu_frameworks:
-            f.add("uses_gpu", {"via": c.qualname}, c.node, c.qualname)
+            # HF Trainer and accelerate take a GPU when there is one and train on the CPU otherwise ("auto");
+            # DeepSpeed needs one
+            f.add("uses_gpu", {"via": c.qualname, "auto": c.qualname not in DS_INIT}, c.node, c.qualname)
             break
     for c in ix.calls:
         if c.qualname in LIGHTNING_TRAINERS:
             acc = f.val(c, "accelerator")
             if acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
-                f.add("uses_gpu", {"via": "lightning"}, c.node, c.qualname)
+                f.add("uses_gpu", {"via": "lightning", "auto": acc not in ("gpu", "cuda")}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
     # a notebook whose kernel runs on a CPU instance (SageMaker Studio records it in the metadata): what the
@@ -669,11 +693,13 @@ def _dataloaders(f: _Facts) -> None:
 #: names of loaders that never run a training step: evaluation, and generation (a loader of prompts
 #: that a pipeline samples images or text from: ``sample_dataloader``, ``prompt_loader``)
 _EVAL_WORDS = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|dev|predict|prediction|inference|infer|calib|calibration"
-                         r"|sample|sampling|generate|generation|prompt|prompts)"
+                         r"|sample|sampling|generate|generation|prompt|prompts|testing|accuracy|score|scoring)"
                          r"(_|$|\d|loader|set|dl|ds|data)")
 
 
-IN_MEMORY_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
+IN_MEMORY_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset", "datasets.Dataset.from_dict",
+                      "datasets.Dataset.from_list", "datasets.Dataset.from_pandas", "lightning.pytorch.demos.WikiText2",
+                      "pytorch_lightning.demos.WikiText2", "lightning.pytorch.demos.transformer.WikiText2"}
 
 
 def _dataset_expr(f: _Facts, c: Call, splits: bool = False) -> ast.expr | None:
@@ -684,17 +710,57 @@ def _dataset_expr(f: _Facts, c: Call, splits: bool = False) -> ast.expr | None:
         if splits and isinstance(node, ast.Subscript):
             node = node.value
         if isinstance(node, ast.Name):
-            assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (c.scope, "")]
-            node = assigns[-1].value if assigns and isinstance(assigns[-1].value, ast.expr) else None
+            node = _dataset_expr_of_name(f, node, c.scope)
             continue
         break
     return node.value if splits and isinstance(node, ast.Subscript) else node
 
 
-def _in_memory_dataset(f: _Facts, c: Call) -> bool:
-    """The dataset is tensors already in memory (TensorDataset): indexing is free, workers add nothing."""
+def _dataset_expr_of_name(f: _Facts, name: ast.Name, scope: str) -> ast.expr | None:
+    """The expression a dataset name is bound to at its use: the binding that reaches it, else the last
+    one written before it."""
+    assigns = [a for a in f.ix.assigns if a.target == name.id and a.scope in (scope, "")]
+    a = f.ix.reaching(assigns, scope, name) if len(assigns) > 1 else (assigns[0] if assigns else None)
+    if a is None:
+        before = [x for x in assigns if x.node.lineno <= name.lineno]
+        a = before[-1] if before else (assigns[-1] if assigns else None)
+    return a.value if a is not None and isinstance(a.value, ast.expr) else None
+
+
+def _in_memory_dataset(f: _Facts, c: Call) -> bool | str:
+    """The dataset is tensors already in memory (TensorDataset, a datasets.Dataset built from a dict):
+    indexing is free, workers add nothing. A Dataset class of the repository is named (its class name) for
+    the rules to look up in the ``dataset_class`` facts of the workload's files."""
     node = _dataset_expr(f, c)
-    return isinstance(node, ast.Call) and _qualified(f, node) in IN_MEMORY_DATASETS
+    if not isinstance(node, ast.Call):
+        return False
+    q = _qualified(f, node)
+    if q in IN_MEMORY_DATASETS:
+        return True
+    last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+    return f"class:{last}" if last[:1].isupper() else False
+
+
+def _dataset_classes(f: _Facts) -> None:
+    """Dataset classes whose ``__getitem__`` only indexes what ``__init__`` holds (``return self.x[i],
+    self.y[i]``): a TensorDataset in all but name."""
+    for name, (node, bases) in f.ix.classes.items():
+        get = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"), None)
+        if get is None:
+            continue
+        calls = [n for n in ast.walk(get) if isinstance(n, ast.Call)]
+        in_memory = all(_indexing_call(n) for n in calls)
+        f.add("dataset_class", {"name": name, "in_memory": in_memory}, node, name)
+
+
+#: calls a __getitem__ may make and still only index memory (conversions, no I/O, no transforms)
+_INDEXING_CALLS = frozenset({"int", "float", "len", "dict", "tuple", "list", "torch.tensor", "torch.as_tensor", "torch.from_numpy",
+                             "torch.LongTensor", "torch.FloatTensor", "long", "float", "clone", "detach", "numpy", "item", "to"})
+
+
+def _indexing_call(node: ast.Call) -> bool:
+    text = dotted(node.func) or ""
+    return text in _INDEXING_CALLS or text.rsplit(".", 1)[-1] in ("long", "float", "clone", "detach", "item", "int")
 
 
 #: what makes a dataset rows of token ids already: HF datasets' map/format results and files saved by them
@@ -716,12 +782,36 @@ def _pretokenized(f: _Facts, c: Call) -> bool:
         q = _qualified(f, collate)
         if q.startswith("transformers.") and "collator" in q.lower():
             return True
+        if isinstance(collate, ast.Name) and _tokenizes(f.ix, collate.id):
+            return True  # a collate function that pads or tokenises text: a few tensor copies per batch
     node = _dataset_expr(f, c, splits=True)
+    for _ in range(8):  # tokenized["train"].shuffle(seed=0).select(range(1000)): through the row-preserving methods
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr not in _ROW_METHODS:
+            break
+        node = node.func.value
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name):
+            node = _dataset_expr_of_name(f, node, c.scope)
     if isinstance(node, ast.Call):
+        if _qualified(f, node) in IN_MEMORY_DATASETS:
+            return True  # Dataset.from_dict({...}).with_format("torch"): rows in memory
         name = node.func.attr if isinstance(node.func, ast.Attribute) else dotted(node.func) or ""
         return name.rsplit(".", 1)[-1] in _TOKENISED_DATASET_CALLS and (
             f.ix.imports_any("datasets") or _qualified(f, node).startswith("datasets."))
     return False
+
+
+#: datasets.Dataset methods that keep rows as they are (selecting, reordering, renaming columns)
+_ROW_METHODS = frozenset({"shuffle", "select", "filter", "rename_column", "rename_columns", "remove_columns", "select_columns",
+                          "train_test_split", "sort", "flatten_indices", "take", "skip", "with_format", "cast_column"})
+
+
+def _tokenizes(ix: PyIndex, function: str) -> bool:
+    """Is a local function a text collate: it calls ``tokenizer.pad``/``tokenizer(...)`` and decodes nothing?"""
+    calls = [c for c in ix.calls if c.scope == function]
+    return any(c.attr == "pad" or "tokenizer" in (c.func or "").lower() for c in calls) and \
+        not any((c.qualname or "") in MEDIA_DECODERS for c in calls)
 
 
 #: per-sample decoding of media: the host work DataLoader workers exist for
@@ -734,18 +824,54 @@ _AUGMENT = re.compile(r"^(torchvision\.transforms(\.v2)?\.(Random\w+|ColorJitter
                       r"|albumentations\.\w+)$")
 
 
+#: methods that produce one sample (a Dataset's item, an iterable dataset's next, a transform's call)
+SAMPLE_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__", "__call__"})
+#: dataset calls that take a per-sample (or per-batch) function: ``ds.set_transform(preprocess)``
+_SAMPLE_HOOKS = frozenset({"set_transform", "with_transform", "map", "decode", "compose"})
+
+
+def _sample_path_functions(ix: PyIndex) -> set[str]:
+    """Functions that run per sample: the sample methods, functions they call (one level), and functions
+    handed to a dataset's transform hook or a loader's collate_fn."""
+    out = set(SAMPLE_METHODS)
+    for c in ix.calls:
+        if c.scope in SAMPLE_METHODS and not c.receiver:
+            out.add(c.attr)
+        elif c.attr in _SAMPLE_HOOKS or c.qualname in DATALOADER:
+            for node in list(c.node.args) + [k.value for k in c.node.keywords if k.arg in ("transform", "collate_fn", "function")]:
+                if isinstance(node, ast.Name):
+                    out.add(node.id)
+    return out
+
+
 def _media(f: _Facts) -> None:
+    """Decoding or random augmentation on the host, where it runs per sample: inside a Dataset's
+    ``__getitem__`` (or what it calls, or a transform hook), folder datasets that open each file, and
+    random transforms (built to run on each sample). A ``PIL.Image.open`` that shows one image in a
+    notebook cell decodes nothing per sample."""
+    per_sample = None
     for c in f.ix.calls:
         q = c.qualname or ""
-        if q in MEDIA_DECODERS or _AUGMENT.match(q):
-            f.add("decodes_media", {"via": q}, c.node, q)
-            return
+        augment = _AUGMENT.match(q) is not None
+        if not (q in MEDIA_DECODERS or augment):
+            continue
+        if not augment and q not in _FOLDER_DATASETS:
+            per_sample = per_sample if per_sample is not None else _sample_path_functions(f.ix)
+            if c.scope not in per_sample:
+                continue
+        f.add("decodes_media", {"via": q}, c.node, q)
+        return
+
+
+_FOLDER_DATASETS = frozenset({"torchvision.datasets.ImageFolder", "torchvision.datasets.DatasetFolder"})
 
 
 def _loader_purpose(c: Call) -> str:
-    """What a DataLoader feeds, by the name it is bound to or built in: "eval" for a validation/test/
-    prediction loader (it never runs a training step), else "train" (the default reading)."""
-    names = [c.assigned_to.rsplit(".", 1)[-1], c.scope]
+    """What a DataLoader feeds, by the name it is bound to, the function it is built in or the dataset it
+    is given: "eval" for a validation/test/prediction/generation loader (it never runs a training step),
+    else "train" (the default reading)."""
+    dataset = c.kwarg("dataset") or c.positional(0)
+    names = [c.assigned_to.rsplit(".", 1)[-1], c.scope, (dotted(dataset) or "").rsplit(".", 1)[-1] if dataset is not None else ""]
     return "eval" if any(n and _EVAL_WORDS.search(n.lower()) for n in names) else "train"
 
 

@@ -124,7 +124,7 @@ def _read_task(doc: Doc, path: str, used: set) -> list[Fact]:
                      attrs={"alternatives": True} if cand_instances else {})
         for p, inst in cand_instances:
             sink.add("compute.instance_type", inst, p, target, attrs={"alternatives": True})
-        _capacity(sink, res, cands, target)
+        _capacity(sink, res, cands, target, as_dict(data.get("service")))
         if "num_nodes" in data:
             sink.add("compute.node_count", as_int(data.get("num_nodes")), ("num_nodes",), target)
 
@@ -157,11 +157,14 @@ def _read_task(doc: Doc, path: str, used: set) -> list[Fact]:
     return sink.facts
 
 
-def _capacity(sink: FactSink, res: dict, cands, target: str) -> None:
+def _capacity(sink: FactSink, res: dict, cands, target: str, service: dict | None = None) -> None:
     attrs = {}
     for key in ("job_recovery", "spot_recovery"):
         if isinstance(res.get(key), (str, dict)):
             attrs["job_recovery"] = res[key]
+    policy = as_dict((service or {}).get("replica_policy"))
+    if policy.get("dynamic_ondemand_fallback") is True or (as_int(policy.get("base_ondemand_fallback_replicas")) or 0) > 0:
+        attrs["on_demand_fallback"] = True  # SkyServe keeps (or starts) on-demand replicas when spot ones go
     if isinstance(res.get("use_spot"), bool):
         sink.add("compute.capacity", "spot" if res["use_spot"] else "on-demand", ("resources", "use_spot"), target,
                  attrs=attrs)
