@@ -230,7 +230,7 @@ trainer = L.Trainer(accelerator="gpu", devices=8)
 trainer.fit(model, datamodule=dm)
 """,
             },
-            expect=[Expect("train.py", 3, "no mixed precision")],
+            expect=[Expect("train.py", 3, "precision is not set (default \"32-true\")")],
             title="Lightning defaults to 32-true",
         ),
         Example(
@@ -243,7 +243,7 @@ Trainer(model=model, args=args).train()
 """,
                 "scripts/finetune.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --output_dir out\n",
             },
-            expect=[Expect("train.py", 4, "no mixed precision")],
+            expect=[Expect("train.py", 4, "no --bf16/--fp16 reaches the HF arguments")],
             title="HF arguments from the command line, launcher passes neither --bf16 nor --fp16",
         ),
     ]
@@ -263,7 +263,7 @@ Trainer(model=model, args=args).train()
         if explicit:
             how = f"{at.key or 'precision'} disables it at {at.loc.short()}"
         else:
-            how = "no mixed precision found"
+            how = _left_at_default(view.default_off)
         related = compute_related(wl) + [Related(f.loc, f"precision off: {f.key}") for f in explicit[1:3]]
         if at is not trains:
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
@@ -290,6 +290,19 @@ Trainer(model=model, args=args).train()
 
 #: a file stem that names fp32 as its point: ``*_fp32.json``, ``fp32-baseline.yaml``, ``float32.yaml``
 _FP32_NAMED = re.compile(r"(^|[^a-z0-9])(fp32|float32)([^a-z0-9]|$)")
+
+
+def _left_at_default(defaults) -> str:
+    """How the precision stays fp32 when nothing sets it: the setting left at its default, in words."""
+    for f in sorted(defaults, key=lambda f: f.loc):
+        mech = f.value.get("mechanism")
+        if mech == "hf_args":
+            return f"{(f.key or 'TrainingArguments').rsplit('.', 1)[-1]} sets neither bf16 nor fp16 (default fp32) at {f.loc.short()}"
+        if mech == "hf_cli":
+            return f"no --bf16/--fp16 reaches the HF arguments parsed at {f.loc.short()} (default fp32)"
+        if mech == "lightning":
+            return f"the Trainer's precision is not set (default \"32-true\") at {f.loc.short()}"
+    return "no mixed precision found"
 
 
 def _amp_cost(wl: Workload):

@@ -345,3 +345,17 @@ def test_gloo_on_a_windows_branch_is_not_the_gpu_hosts_backend(test):
     assert codes({"train.py": train, "infra/main.tf": P4D}, "NET005") == []
     linux_gloo = train.replace("dist.init_process_group('nccl')", "dist.init_process_group('gloo')")
     assert codes({"train.py": linux_gloo, "infra/main.tf": P4D}, "NET005") == ["NET005"]
+
+
+@pytest.mark.parametrize("load", ["from lightning.pytorch.demos import WikiText2\nds = WikiText2()",
+                                  "from torch_geometric.datasets import Planetoid\nds = Planetoid('/tmp', 'Cora')",
+                                  "from datasets import load_dataset\nds = load_dataset('beans')"])
+def test_tutorial_datasets_make_a_workload_tutorial_sized(load):
+    train = f"import torch\n{load}\nmodel = Net().cuda()\n" + LOOP
+    (f,) = [f for f in scan_files({"train.py": train, "infra/main.tf": P4D}).findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "tutorial-sized" in f.message
+
+
+def test_fp32_left_at_the_trainers_default_says_so():
+    (f,) = [f for f in scan_files({"train.py": HF_NOTEBOOK_CELL}).findings if f.code == "AMP001"]
+    assert "sets neither bf16 nor fp16 (default fp32)" in f.message and "disables" not in f.message

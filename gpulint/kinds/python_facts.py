@@ -351,7 +351,10 @@ def _training(f: _Facts) -> None:
 # -- datasets ----------------------------------------------------------------------------
 #: benchmark datasets of tutorials and smoke tests: small images, small models, steps bound by anything but math
 TOY_DATASETS = {"mnist", "fashionmnist", "fashion_mnist", "kmnist", "emnist", "qmnist", "cifar10", "cifar100", "svhn",
-                "stl10", "ylecun/mnist", "uoft-cs/cifar10", "uoft-cs/cifar100", "zalando-datasets/fashion_mnist", "iris"}
+                "stl10", "ylecun/mnist", "uoft-cs/cifar10", "uoft-cs/cifar100", "zalando-datasets/fashion_mnist", "iris",
+                # Lightning's demo corpus, the Planetoid citation graphs (a few thousand nodes), HF tutorial sets of a few
+                # hundred to a thousand rows (beans: 1k leaf images; RAFT: 50 training rows per task)
+                "wikitext2", "cora", "citeseer", "pubmed", "beans", "ought/raft"}
 
 
 def _datasets(f: _Facts) -> None:
@@ -362,6 +365,11 @@ def _datasets(f: _Facts) -> None:
             name = q.split(".")[-1] if q.startswith("torchvision") else q.split(".")[-2] if q.endswith(".load_data") else None
         elif q.startswith(("pl_bolts.datamodules.", "lightning.pytorch.demos.", "pytorch_lightning.demos.")) and q.endswith("DataModule"):
             name = q.split(".")[-1][: -len("DataModule")]
+        elif q.startswith(("lightning.pytorch.demos.", "pytorch_lightning.demos.")) and q.endswith("WikiText2"):
+            name = "WikiText2"
+        elif q in ("torch_geometric.datasets.Planetoid",):
+            v = f.val(c, "name", 1)
+            name = v if isinstance(v, str) else None
         elif q in ("datasets.load_dataset", "tensorflow_datasets.load"):
             v = f.val(c, "path" if q.startswith("datasets") else "name", 0)
             name = v if isinstance(v, str) else None
@@ -628,6 +636,8 @@ def _hf_args(f: _Facts, c: Call) -> None:
     elif isinstance(fp16, dict) or isinstance(bf16, dict):
         enabled = {"bf16": bf16, "fp16": fp16}  # decided by the launcher's flags
     fact = {"mechanism": "hf_args", "dtype": dtype, "enabled": enabled}
+    if enabled is False and "fp16" not in values and "bf16" not in values:
+        fact["default"] = True  # neither is written: fp32 is the default, not a choice the code makes
     if trl_default and enabled is None:
         fact["undecided"] = TRL_BF16_DEFAULT
     f.add("precision", fact, c.node, c.qualname or "TrainingArguments")
