@@ -96,9 +96,10 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
          "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...")
-register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL),
+register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL),
          "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
-         "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\").")
+         "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "
+         "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\").")
 register("cpu_only", "code", _obj(("via",), via=STR, declared=BOOL),
          "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\"); declared: it submits itself with resources "
          "that hold no GPU (Kubeflow CustomTrainer resources_per_node), or a notebook whose kernel runs on a CPU instance "

@@ -355,7 +355,7 @@ class _Indexer:
         handlers = self.handlers
         node_type = ast.AST
         leave_type = _Leave
-        if_type, call_type, dict_type = ast.If, ast.Call, ast.Dict
+        if_type, call_type, dict_type, ifexp_type = ast.If, ast.Call, ast.Dict, ast.IfExp
         leaves = _LEAF_TYPES  # nothing to do at a name or a constant: never pushed
         while stack:
             node = pop()
@@ -365,6 +365,9 @@ class _Indexer:
                 continue
             if cls is if_type:
                 self._if(node, push)
+                continue
+            if cls is ifexp_type:
+                self._ifexp(node, push)
                 continue
             h = handlers.get(cls)
             if h is not None:
@@ -410,6 +413,18 @@ class _Indexer:
                 push(_Leave(self._pop_guard))
             for s in reversed(stmts):
                 push(s)
+            if guard:
+                push(_Leave(self.guards.append, guard))
+        push(node.test)
+
+    def _ifexp(self, node: ast.IfExp, push) -> None:
+        """``torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")``: each side under the
+        guard its test decides, as for an ``if`` statement."""
+        body_guard, else_guard = guard_of(node.test, self._code(node.test))
+        for guard, expr in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
+            if guard:
+                push(_Leave(self._pop_guard))
+            push(expr)
             if guard:
                 push(_Leave(self.guards.append, guard))
         push(node.test)

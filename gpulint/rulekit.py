@@ -81,7 +81,7 @@ def gpu_evidence(wl: Workload) -> str | None:
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return "launcher"
     uses = wl.code_facts("uses_gpu")
-    probes = [f for f in uses if str(f.value.get("via") or "").rsplit(".", 1)[-1] in _PROBES]
+    probes = [f for f in uses if str(f.value.get("via") or "").rsplit(".", 1)[-1] in _PROBES or f.value.get("probe")]
     auto = [f for f in uses if f.value.get("auto")]
     if uses and len(probes) == len(uses):
         return "probe"

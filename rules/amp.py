@@ -41,7 +41,8 @@ class MissingMixedPrecision(Rule):
         ``torch.cuda.is_available()`` check says so, for tutorial-sized workloads (a benchmark
         dataset such as MNIST, or a model of under 5M parameters counted from its literal layer
         sizes), for a config file named as the fp32 variant (``ds_config_fp32.json``) and for a
-        benchmark (a file named for it, or a step timed with a clock and ``torch.cuda.synchronize``).
+        benchmark or demo (a file named for it, a step timed with a clock and ``torch.cuda.synchronize``, or
+        a step on random tensors in a file that reads no data).
     Why it costs money:
         Tensor Cores run fp16/bf16 matrix math at many times the fp32 rate (A100: 312 vs 19.5 TFLOPS,
         2x the TF32 rate), and half-precision activations halve memory traffic. PyTorch's AMP recipe
@@ -276,7 +277,7 @@ Trainer(model=model, args=args).train()
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
             + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
             + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
-            + (f" (a benchmark, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else ""),
+            + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else ""),
             # code that would train on the CPU as well, with no compute, launcher or .cuda() to say GPU: advice
             severity=Severity.INFO if toy or deliberate or bench or gpu_evidence(wl) in WEAK_GPU_EVIDENCE else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",

@@ -9,7 +9,7 @@ from gpulint.precision import resolve_cli
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import trains_on_gpu
+from gpulint.rulekit import WEAK_GPU_EVIDENCE, gpu_evidence, trains_on_gpu
 
 
 #: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
@@ -59,7 +59,8 @@ class DataloaderSingleProcess(Rule):
         transformers data collator or whose dataset comes out of ``datasets``' ``.map()``/``load_from_disk``
         (rows of token ids). A warning when the workload's code decodes or augments samples on the host
         (``PIL.Image.open``, ``cv2.imread``, ``torchvision.io``, ``torchaudio.load``, ``ImageFolder``,
-        random transforms); info otherwise, since only a profile tells whether the GPU waits.
+        random transforms) and the compute, a launcher or the code (``.cuda()``, a ``"cuda"`` device) puts
+        it on a GPU; info otherwise, since only a profile tells whether the GPU waits.
     Why it costs money:
         With ``num_workers=0`` the GPU waits while the same Python process reads, decodes and
         augments each batch: a starved GPU is billed at full price.
@@ -196,11 +197,12 @@ for x in loader:
                 # the GPU starves when each sample is decoded or augmented on the host; without such work in
                 # the workload's code the loss is a guess: advice, not a warning
                 media = wl.code_facts("decodes_media")
+                weak = gpu_evidence(wl) in WEAK_GPU_EVIDENCE  # code that would run on a CPU too, nothing says where it runs
                 yield self.finding(
                     f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}"
                            + (f" while samples are decoded on the host ({media[0].value.get('via')} at {media[0].loc.path}:{media[0].loc.line})"
                               if media else " (no per-sample decoding found: profile before adding workers)"),
-                    symbol=f"{f.key}", workload=wl.name, severity=None if media else Severity.INFO,
+                    symbol=f"{f.key}", workload=wl.name, severity=None if media and not weak else Severity.INFO,
                     cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
                     fix=fixes.num_workers(f),
                 )

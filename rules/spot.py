@@ -110,8 +110,9 @@ class SpotWithoutCheckpointing(Rule):
         its code and configs: ``torch.save``, ``save_pretrained``/``save_model``, accelerate
         ``save_state``, DeepSpeed ``save_checkpoint``, ``torch.distributed.checkpoint.save``, HF
         Trainer (saves every 500 steps unless ``save_strategy="no"``), Lightning (``ModelCheckpoint``
-        or the Trainer's default). Fires when there is none. A benchmark (a file named for it, or a
-        training step timed with a clock and ``torch.cuda.synchronize``) keeps no state worth saving.
+        or the Trainer's default). Fires when there is none. A benchmark or demo (a file named for it, a
+        training step timed with a clock and ``torch.cuda.synchronize``, or a step on random tensors in a
+        file that reads no data) keeps no state worth saving.
     Why it costs money:
         Spot capacity is reclaimed with 30 s to 2 min notice, too short to write a large checkpoint.
         Without periodic checkpoints every interruption throws away all the GPU hours since the job

@@ -275,7 +275,9 @@ def test_a_benchmark_needs_no_checkpoint_and_may_measure_fp32(name, body):
     assert not [f for f in result.findings if f.code.startswith("SPOT")]
     (f,) = [f for f in result.findings if f.code == "AMP001"]
     assert f.severity.value == "info" and "a benchmark" in f.message
-    trains = scan_files({"train.py": BENCH.replace("time.time()", "0").replace("torch.cuda.synchronize()", "pass"),
+    untimed = BENCH.replace("time.time()", "0").replace("torch.cuda.synchronize()", "pass")
+    reads_data = untimed.replace("import torch\n", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
+    trains = scan_files({"train.py": reads_data,
                          "sky.yaml": SPOT_SKY % "train.py"})
     assert "SPOT001" in {f.code for f in trains.findings}
 
@@ -359,3 +361,62 @@ def test_tutorial_datasets_make_a_workload_tutorial_sized(load):
 def test_fp32_left_at_the_trainers_default_says_so():
     (f,) = [f for f in scan_files({"train.py": HF_NOTEBOOK_CELL}).findings if f.code == "AMP001"]
     assert "sets neither bf16 nor fp16 (default fp32)" in f.message and "disables" not in f.message
+
+
+def test_a_skyserve_service_is_priced_for_all_its_replicas():
+    yaml_text = SKYSERVE.replace("accelerators: L4:1", "accelerators: A100:1") % ("", "")
+    (f,) = [f for f in scan_files({"serve.yaml": yaml_text}).findings if f.code == "COST003"]
+    assert "for 2 replicas" in f.message
+
+
+def test_a_device_chosen_by_a_cuda_check_is_a_probe():
+    train = ("import torch\ndevice = torch.device('cuda') if torch.cuda.is_available() else torch.device('cpu')\n"
+             "model = Net().to(device)\nif __name__ == '__main__':\n    for x in loader:\n"
+             "        model(x.to(device)).sum().backward()\n        opt.step()\n")
+    (f,) = [f for f in scan_files({"train.py": train}).findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "on a GPU if there is one" in f.message
+    (f,) = [f for f in scan_files({"train.py": train.replace(" if torch.cuda.is_available() else torch.device('cpu')", "")}).findings
+            if f.code == "AMP001"]
+    assert f.severity.value == "warning"
+
+
+def test_a_model_that_is_one_layer_is_counted():
+    train = "import torch\nmodel = torch.nn.Linear(20, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n" + LOOP
+    assert _model(scan_files({"train.py": train}))["params"] == 21
+
+
+def test_a_step_on_random_tensors_in_a_file_that_reads_no_data_is_a_demo():
+    demo = ("import torch\nmodel = Transformer(dim=256, n_layers=2).cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
+            "for i in range(10):\n    tokens = torch.randint(0, 32000, (8, 256), device='cuda')\n"
+            "    model(tokens).sum().backward()\n    opt.step()\n")
+    (f,) = [f for f in scan_files({"train.py": demo, "infra/main.tf": P4D}).findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "synthetic inputs (torch.randint)" in f.message
+    real = demo.replace("import torch\n", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
+    (f,) = [f for f in scan_files({"train.py": real, "infra/main.tf": P4D}).findings if f.code == "AMP001"]
+    assert f.severity.value == "warning"
+
+
+def test_an_image_tag_naming_a_bundled_server_does_not_make_a_cluster_a_server():
+    ray = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: rl
+spec:
+  workerGroupSpecs:
+  - groupName: gpu-group
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: worker
+          image: example/rl-trainer:app-v0.5-vllm0.9.1-cu124
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+        nodeSelector:
+          cloud.google.com/gke-accelerator: nvidia-h100-80gb
+          cloud.google.com/gke-spot: "true"
+"""
+    assert codes({"k8s/ray.yaml": ray}, "COST004") == []
+    server = ray.replace("example/rl-trainer:app-v0.5-vllm0.9.1-cu124", "vllm/vllm-openai:v0.9.1")
+    assert codes({"k8s/ray.yaml": server}, "COST004") == ["COST004"]

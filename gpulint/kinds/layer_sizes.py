@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from typing import Any, Callable
 
 from gpulint.pyindex import UNKNOWN, OneOf, dotted
@@ -40,6 +41,9 @@ _KERAS_SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential", "t
                                "tensorflow.keras.models.Sequential"})
 
 
+_MODEL_NAME = re.compile(r"(^|_)(model|net|network)$", re.I)
+
+
 class _Unknown(Exception):
     """A layer whose size is not a literal: the model's size is not counted."""
 
@@ -62,7 +66,23 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
             out.append((c.node, "Sequential", None if opaque else counter.guard(lambda: counter.keras_sequential(c.node, c.scope))))
         elif c.qualname == "torch.nn.Sequential" and not c.scope and c.assigned_to:
             out.append((c.node, c.assigned_to, None if opaque else counter.guard(lambda: counter.torch_call(c.node, c.scope))))
+        elif c.assigned_to and _MODEL_NAME.search(c.assigned_to.rsplit(".", 1)[-1]):
+            # ``model = torch.nn.Linear(20, 1).cuda()``: the model is that one layer
+            inner = _built(c.node)
+            q = qualify(inner)
+            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in _TORCH_LAYERS:
+                out.append((inner, c.assigned_to, None if opaque else counter.guard(lambda: counter.torch_call(inner, c.scope))))
     return out
+
+
+_MOVES = frozenset({"cuda", "to", "float", "double", "train", "eval", "requires_grad_"})
+
+
+def _built(node: ast.Call) -> ast.Call:
+    """The constructor under ``.cuda()``/``.to(device)`` chains: ``nn.Linear(20, 1).cuda()`` is the Linear."""
+    while isinstance(node.func, ast.Attribute) and node.func.attr in _MOVES and isinstance(node.func.value, ast.Call):
+        node = node.func.value
+    return node
 
 
 def _opaque(c) -> bool:

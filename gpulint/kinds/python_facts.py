@@ -239,6 +239,10 @@ def _runs_as_script(ix: PyIndex) -> bool:
 #: entry points named for measuring speed, not for producing a model
 _BENCH_FILE = re.compile(r"(^|[_\-.])(bench|benchmark|benchmarks|benchmarking|throughput|speedtest|speed_test)([_\-.]|$)")
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "timeit.default_timer"})
+_RANDOM_INPUTS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_like", "torch.rand_like"})
+_DATA_SOURCES = ("torchvision.datasets.", "datasets.", "torchtext.", "tensorflow_datasets.", "webdataset.", "numpy.load",
+                 "pandas.read_", "torch.load", "h5py.")
+_DATA_CALLS = frozenset({"load_dataset", "load_from_disk", "read_csv", "read_parquet", "open"})
 
 
 def _benchmark(f: _Facts, backward: Call) -> None:
@@ -254,6 +258,13 @@ def _benchmark(f: _Facts, backward: Call) -> None:
     syncs = any(c.qualname in ("torch.cuda.synchronize", "torch.cuda.Event") or c.attr == "elapsed_time" for c in scope)
     if backward.scope and clocks and syncs:
         f.add("benchmark", {"via": "timed steps"}, backward.node, backward.scope)
+        return
+    # the step's inputs are random tensors, and the file reads no data at all: an API demo or a throughput run
+    synthetic = next((c for c in scope if c.qualname in _RANDOM_INPUTS), None)
+    reads_data = any(c.qualname in DATALOADER or (c.qualname or "").startswith(_DATA_SOURCES) or c.attr in _DATA_CALLS
+                     for c in f.ix.calls)
+    if synthetic is not None and not reads_data:
+        f.add("benchmark", {"via": f"synthetic inputs ({synthetic.qualname})"}, backward.node, backward.scope)
 
 
 def _training(f: _Facts) -> None:
@@ -283,16 +294,18 @@ def _training(f: _Facts) -> None:
         if any(x.attr == "backward" for x in ix.calls):
             f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize")
     # GPU use: explicit device strings, .cuda(), or frameworks that take the GPU when one exists
-    for c in ix.calls:
+    # a device only where a CUDA check found one (``"cuda" if torch.cuda.is_available() else "cpu"``, ``if
+    # torch.cuda.is_available(): model.cuda()``) runs on the CPU as well: a probe, not a GPU the code requires
+    for c in sorted(ix.calls, key=lambda c: "gpu" in c.guards):
         q = c.qualname or ""
         if c.attr == "cuda" and c.receiver and not q.startswith("torch.cuda"):
-            f.add("uses_gpu", {"via": ".cuda()"}, c.node, "cuda")
+            f.add("uses_gpu", {"via": ".cuda()", "probe": "gpu" in c.guards}, c.node, "cuda")
             break
-    for c in ix.calls:
+    for c in sorted(ix.calls, key=lambda c: "gpu" in c.guards):
         if c.attr in ("to", "device") or c.qualname == "torch.device":
             first = f.val(c, None, 0) if c.positional(0) is not None else f.val(c, "device")
             if isinstance(first, str) and first.startswith("cuda"):
-                f.add("uses_gpu", {"via": "device"}, c.node, "cuda")
+                f.add("uses_gpu", {"via": "device", "probe": "gpu" in c.guards}, c.node, "cuda")
                 break
     for c in ix.calls:
         q = c.qualname or ""

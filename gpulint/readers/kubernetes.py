@@ -468,12 +468,20 @@ def _selections(sink: FactSink, pod: tuple) -> list[tuple[tuple, str, Any, bool]
     return out
 
 
+def _image_name(image: str) -> str:
+    """An image without its tag or digest: ``verlai/verl:vllm0.9-cu124`` is verl's image, which ships vLLM for its
+    rollouts; the name, not the tag, says what the container is (``vllm/vllm-openai:latest``)."""
+    image = image.split("@", 1)[0]
+    head, sep, tag = image.rpartition(":")
+    return head if sep and "/" not in tag else image
+
+
 def _role(sink: FactSink, wl: _Workload, containers) -> str | None:
     if wl.role:
         return wl.role
     words = []
     for _, c in containers:
-        words.append(str(c.get("image", "")))
+        words.append(_image_name(str(c.get("image", ""))))
         words += [str(a) for a in as_list(c.get("command"))[:3] + as_list(c.get("args"))[:3]]
     text = " ".join(words).lower()
     if any(h in text for h in _SERVING_HINTS) or re.search(r"\bserve\b", text):

@@ -125,7 +125,13 @@ def _read_task(doc: Doc, path: str, used: set) -> list[Fact]:
         for p, inst in cand_instances:
             sink.add("compute.instance_type", inst, p, target, attrs={"alternatives": True})
         _capacity(sink, res, cands, target, as_dict(data.get("service")))
-        if "num_nodes" in data:
+        service = as_dict(data.get("service"))
+        replicas, where = _replicas(service)
+        if replicas is not None:
+            # a SkyServe service runs that many copies of the task, each on its own num_nodes (as a Deployment's replicas)
+            nodes = as_int(data.get("num_nodes", 1))
+            sink.add("compute.node_count", replicas * nodes if nodes is not None else None, where, target)
+        elif "num_nodes" in data:
             sink.add("compute.node_count", as_int(data.get("num_nodes")), ("num_nodes",), target)
 
     for key, value in as_dict(data.get("envs")).items():
@@ -155,6 +161,16 @@ def _read_task(doc: Doc, path: str, used: set) -> list[Fact]:
             # a bucket URI as a plain value is copied onto the node, not mounted
             sink.add("storage.mount", {"path": mount, "bucket": spec, "mode": "COPY"}, ("file_mounts", mount), target)
     return sink.facts
+
+
+def _replicas(service: dict) -> tuple[int | None, tuple]:
+    """The replicas a SkyServe service always runs: ``replicas``, else ``replica_policy.min_replicas``."""
+    if as_int(service.get("replicas")) is not None:
+        return as_int(service.get("replicas")), ("service", "replicas")
+    policy = as_dict(service.get("replica_policy"))
+    if as_int(policy.get("min_replicas")) is not None:
+        return as_int(policy.get("min_replicas")), ("service", "replica_policy", "min_replicas")
+    return None, ()
 
 
 def _capacity(sink: FactSink, res: dict, cands, target: str, service: dict | None = None) -> None:
