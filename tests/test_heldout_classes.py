@@ -201,6 +201,15 @@ def _io001(files):
     return [f for f in scan_files(dict(files, **{"infra/main.tf": P4D})).findings if f.code == "IO001"]
 
 
+def test_decoding_in_a_method_the_dataset_calls_counts():
+    method = ("import torch\nfrom PIL import Image\n\n\nclass Images(torch.utils.data.Dataset):\n"
+              "    def __getitem__(self, i):\n        return self._load(self.paths[i])\n\n"
+              "    def _load(self, path):\n        return Image.open(path)\n")
+    train = "import torch\nimport data\nloader = torch.utils.data.DataLoader(data.Images(), batch_size=8, pin_memory=True)\n" + TRAIN_LOOP
+    (f,) = _io001({"train.py": train, "data.py": method})
+    assert f.severity.value == "warning"
+
+
 def test_decoding_counts_where_a_dataset_produces_its_samples():
     train = "import torch\nimport data\nloader = torch.utils.data.DataLoader(data.Images(), batch_size=8, pin_memory=True)\n" + TRAIN_LOOP
     (f,) = _io001({"train.py": train, "data.py": IMAGES})

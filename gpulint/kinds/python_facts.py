@@ -858,8 +858,8 @@ def _sample_path_functions(ix: PyIndex) -> set[str]:
     handed to a dataset's transform hook or a loader's collate_fn."""
     out = set(SAMPLE_METHODS)
     for c in ix.calls:
-        if c.scope in SAMPLE_METHODS and not c.receiver:
-            out.add(c.attr)
+        if c.scope in SAMPLE_METHODS and c.receiver in ("", "self"):
+            out.add(c.attr)  # load(path), self._load(path)
         elif c.attr in _SAMPLE_HOOKS or c.qualname in DATALOADER:
             for node in list(c.node.args) + [k.value for k in c.node.keywords if k.arg in ("transform", "collate_fn", "function")]:
                 if isinstance(node, ast.Name):
