@@ -260,11 +260,13 @@ Trainer(model=model, args=args).train()
         if not view.decided_off:
             return
         explicit = sorted(view.off, key=lambda f: f.loc)
-        at = explicit[0] if explicit else trains
+        # TrainingArguments that leave bf16/fp16 unset: the place to add them (and where the fix writes)
+        unset = next((f for f in sorted(view.default_off, key=lambda f: f.loc) if f.value.get("mechanism") == "hf_args"), None)
+        at = explicit[0] if explicit else unset or trains
         if explicit:
             how = f"{at.key or 'precision'} disables it at {at.loc.short()}"
         else:
-            how = _left_at_default(view.default_off)
+            how = _left_at_default([unset] if unset is not None else view.default_off)
         related = compute_related(wl) + [Related(f.loc, f"precision off: {f.key}") for f in explicit[1:3]]
         if at is not trains:
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
