@@ -25,7 +25,7 @@ from gpulint.model import Fact, Related
 from gpulint.resolution import CPU, GPU
 from gpulint.workloads import Workload
 
-__all__ = ["GPU_LAUNCHERS", "WEAK_GPU_EVIDENCE", "benchmark_of", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase", "multi_gpu", "on_gpu",
+__all__ = ["GPU_LAUNCHERS", "WEAK_GPU_EVIDENCE", "benchmark_of", "gpu_spend_unknown", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase", "multi_gpu", "on_gpu",
            "toy_workload", "training_fact", "trains_on_gpu"]
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
@@ -164,3 +164,14 @@ def gpu_phrase(wl: Workload) -> str:
 
 #: evidence of a GPU that the code would also run without one: rules that cost GPU time speak at info on it
 WEAK_GPU_EVIDENCE = ("probe", "framework")
+
+
+def gpu_spend_unknown(wl: Workload) -> str | None:
+    """Why GPU time the workload would waste is not known to be paid for, or None: code that also runs on
+    a CPU with no compute or launcher to say GPU, or a notebook whose kernel runs on a machine nothing in
+    the repository names (a laptop, Colab, a workstation). Rules about wasted GPU time speak at info then."""
+    if gpu_evidence(wl) in WEAK_GPU_EVIDENCE:
+        return "nothing says it runs on a GPU rather than falling back to the CPU"
+    if wl.entrypoint.endswith(".ipynb") and compute_of(wl) is None and not wl.launchers:
+        return "a notebook whose kernel's machine nothing in the repository names"
+    return None

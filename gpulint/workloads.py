@@ -450,6 +450,12 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             for u in groups[key] + loose:
                 _attach_launcher(wl, u, repo, computes)
             workloads[wl.name] = wl
+    # a notebook whose metadata names its kernel's instance (SageMaker Studio) trains on that instance
+    for wl in workloads.values():
+        kernel = computes.get(f"{wl.entrypoint}#kernel")
+        if wl.compute is None and kernel is not None and repo.kinds.get(wl.entrypoint) == "notebook":
+            wl.compute = kernel
+            wl.reasons.append(f"notebook: {wl.entrypoint}'s kernel runs on the instance its metadata names ({kernel.loc.short()})")
     # configs named by code or passed by launchers
     for wl in workloads.values():
         for f in list(wl.facts):

@@ -11,8 +11,8 @@ from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import (WEAK_GPU_EVIDENCE, benchmark_of, compute_of, compute_related, gpu_evidence, gpu_phrase,
-                             toy_workload, training_fact, trains_on_gpu)
+from gpulint.rulekit import (benchmark_of, compute_of, compute_related, gpu_phrase, gpu_spend_unknown, toy_workload,
+                             training_fact, trains_on_gpu)
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
@@ -38,7 +38,8 @@ class MissingMixedPrecision(Rule):
         Severity follows the evidence: a warning where the compute, a launcher (torchrun, deepspeed)
         or the code (``.cuda()``, a ``"cuda"`` device) puts the training on a GPU; info where only a
         framework that falls back to the CPU (HF Trainer, accelerate, Lightning ``"auto"``) or a
-        ``torch.cuda.is_available()`` check says so, for tutorial-sized workloads (a benchmark
+        ``torch.cuda.is_available()`` check says so, for a notebook whose machine nothing in the
+        repository names (no compute target, no job that runs it), for tutorial-sized workloads (a benchmark
         dataset such as MNIST, or a model of under 5M parameters counted from its literal layer
         sizes), for a config file named as the fp32 variant (``ds_config_fp32.json``) and for a
         benchmark or demo (a file named for it, a step timed with a clock and ``torch.cuda.synchronize``, or
@@ -280,8 +281,8 @@ Trainer(model=model, args=args).train()
             + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
             + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
             + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else ""),
-            # code that would train on the CPU as well, with no compute, launcher or .cuda() to say GPU: advice
-            severity=Severity.INFO if toy or deliberate or bench or gpu_evidence(wl) in WEAK_GPU_EVIDENCE else None,
+            # code that would train on the CPU as well, or a notebook on a machine nobody names: advice
+            severity=Severity.INFO if toy or deliberate or bench or gpu_spend_unknown(wl) else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),

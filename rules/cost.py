@@ -433,6 +433,8 @@ class IdleDevInstanceNoAutostop(Rule):
                 continue
             target = rc.first("compute.target")
             attrs = (target.attrs or {}) if target is not None else {}
+            if attrs.get("kernel"):
+                continue  # a Studio kernel's instance: idle shutdown is the domain's setting, outside the repository
             sagemaker = "sagemaker_notebook" in str(rc.resource)
             if sagemaker and attrs.get("lifecycle_config"):
                 continue

@@ -9,7 +9,7 @@ from gpulint.precision import resolve_cli
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import WEAK_GPU_EVIDENCE, gpu_evidence, trains_on_gpu
+from gpulint.rulekit import gpu_spend_unknown, trains_on_gpu
 
 
 #: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
@@ -60,7 +60,8 @@ class DataloaderSingleProcess(Rule):
         (rows of token ids). A warning when the workload's code decodes or augments samples on the host
         (``PIL.Image.open``, ``cv2.imread``, ``torchvision.io``, ``torchaudio.load``, ``ImageFolder``,
         random transforms) and the compute, a launcher or the code (``.cuda()``, a ``"cuda"`` device) puts
-        it on a GPU; info otherwise, since only a profile tells whether the GPU waits.
+        it on a GPU (for a notebook: a compute target or job that runs it); info otherwise, since only a
+        profile tells whether the GPU waits.
     Why it costs money:
         With ``num_workers=0`` the GPU waits while the same Python process reads, decodes and
         augments each batch: a starved GPU is billed at full price.
@@ -197,7 +198,7 @@ for x in loader:
                 # the GPU starves when each sample is decoded or augmented on the host; without such work in
                 # the workload's code the loss is a guess: advice, not a warning
                 media = wl.code_facts("decodes_media")
-                weak = gpu_evidence(wl) in WEAK_GPU_EVIDENCE  # code that would run on a CPU too, nothing says where it runs
+                weak = gpu_spend_unknown(wl)  # code that would run on a CPU too, or a notebook on a machine nobody names
                 yield self.finding(
                     f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}"
                            + (f" while samples are decoded on the host ({media[0].value.get('via')} at {media[0].loc.path}:{media[0].loc.line})"

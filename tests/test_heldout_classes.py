@@ -429,3 +429,36 @@ spec:
     assert codes({"k8s/ray.yaml": ray}, "COST004") == []
     server = ray.replace("example/rl-trainer:app-v0.5-vllm0.9.1-cu124", "vllm/vllm-openai:v0.9.1")
     assert codes({"k8s/ray.yaml": server}, "COST004") == ["COST004"]
+
+
+def test_a_checkpoint_load_does_not_hide_the_layers_but_a_pickled_model_does():
+    resume = MNIST_NET.replace("model = Net().cuda()", "state = torch.load('snapshot.pt')\nmodel = Net().cuda()")
+    assert _model(scan_files({"train.py": resume}))["params"] > 0
+    pickled = MNIST_NET.replace("model = Net().cuda()", "model = torch.load('model.pt')")
+    assert not any(w["resolved"].get("model") for w in scan_files({"train.py": pickled}).workloads)
+
+
+def test_a_notebook_on_a_machine_nobody_names_gets_advice():
+    import json as _json
+    cells = ["import torch\nmodel = Net().to('cuda')\nopt = torch.optim.AdamW(model.parameters())",
+             "for x in loader:\n    model(x.to('cuda')).sum().backward()\n    opt.step()"]
+    nb = _json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
+                      "metadata": {"kernelspec": {"name": "python3", "language": "python"}}, "nbformat": 4, "nbformat_minor": 5})
+    (f,) = [f for f in scan_files({"tune.ipynb": nb}).findings if f.code == "AMP001"]
+    assert f.severity.value == "info"
+    script = "import torch\nmodel = Net().to('cuda')\nopt = torch.optim.AdamW(model.parameters())\n" + LOOP
+    (f,) = [f for f in scan_files({"train.py": script}).findings if f.code == "AMP001"]
+    assert f.severity.value == "warning"  # a script that requires a GPU: some job runs it on one
+
+
+def test_a_studio_notebooks_gpu_kernel_is_its_compute():
+    import json as _json
+    cells = ["import torch\nmodel = Net().to('cuda')\nopt = torch.optim.AdamW(model.parameters())",
+             "for x in loader:\n    model(x.to('cuda')).sum().backward()\n    opt.step()"]
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
+          "metadata": {"kernelspec": {"name": "python3", "language": "python"}, "instance_type": "ml.g5.2xlarge"},
+          "nbformat": 4, "nbformat_minor": 5}
+    result = scan_files({"tune.ipynb": _json.dumps(nb)})
+    (f,) = [f for f in result.findings if f.code == "AMP001"]
+    assert f.severity.value == "warning" and "g5.2xlarge" in f.message
+    assert not [f for f in result.findings if f.code == "COST005"]  # Studio's idle shutdown is not in the repository

@@ -87,7 +87,10 @@ def _built(node: ast.Call) -> ast.Call:
 
 def _opaque(c) -> bool:
     q = c.qualname or ""
-    return q.startswith(_OPAQUE_PREFIXES) or c.attr in _OPAQUE_ATTRS or q in _OPAQUE_CALLS
+    if q in _OPAQUE_CALLS:
+        # torch.load of a state dict to resume is everywhere; a whole pickled model is loaded into a model's name
+        return bool(_MODEL_NAME.search(c.assigned_to.rsplit(".", 1)[-1])) if c.assigned_to else False
+    return q.startswith(_OPAQUE_PREFIXES) or c.attr in _OPAQUE_ATTRS
 
 
 class _Counter:

@@ -336,6 +336,12 @@ def _training(f: _Facts) -> None:
 
         if device_of(kernel)[0] == CPU:
             f.add("cpu_only", {"via": f"notebook kernel on {kernel}", "declared": True}, ix.calls[0].node, "metadata.instance_type")
+        else:
+            # the kernel's own machine (a GPU instance): the compute what the cells train runs on
+            loc = f.src.node_loc(ix.calls[0].node)
+            f.out.append(Fact("compute.target", {"source": "notebook", "provider": "aws", "resource": "kernel", "role": "notebook"},
+                              loc, "metadata.instance_type", "kernel", {"kernel": True}))
+            f.out.append(Fact("compute.instance_type", kernel, loc, "metadata.instance_type", "kernel", {}))
     # the code submits itself with resources that hold no GPU (Kubeflow Trainer SDK: a CustomTrainer whose
     # resources_per_node asks for CPU and memory only): the function it trains runs on CPU nodes
     for c in ix.calls:
