@@ -462,3 +462,13 @@ def test_a_studio_notebooks_gpu_kernel_is_its_compute():
     (f,) = [f for f in result.findings if f.code == "AMP001"]
     assert f.severity.value == "warning" and "g5.2xlarge" in f.message
     assert not [f for f in result.findings if f.code == "COST005"]  # Studio's idle shutdown is not in the repository
+
+
+@pytest.mark.parametrize("layers", ["tf.keras.layers.InputLayer(input_shape=()), tf.keras.layers.Dense(10)",
+                                    "tf.keras.layers.Conv2D(8, 3, strides=0, input_shape=(28, 28, 1))",
+                                    "tf.keras.layers.Dense(10, input_shape=('a',))"])
+def test_layer_sizes_the_arithmetic_cannot_follow_are_unknown_not_a_crash(layers):
+    train = f"import tensorflow as tf\nmodel = tf.keras.Sequential([{layers}])\nmodel.compile(loss='mse')\nmodel.fit(ds)\n"
+    result = scan_files({"train.py": train})
+    assert not [f for f in result.findings if f.code.startswith("SYS")]
+    assert not any(w["resolved"].get("model") for w in result.workloads)

@@ -104,8 +104,8 @@ class _Counter:
     def guard(fn: Callable[[], int]) -> int | None:
         try:
             return fn()
-        except _Unknown:
-            return None
+        except (_Unknown, ArithmeticError, IndexError, TypeError, ValueError):
+            return None  # sizes this arithmetic cannot follow (an empty shape, a zero stride): not counted
 
     # -- torch ---------------------------------------------------------------------------------
     def torch_class(self, name: str, depth: int = 0) -> int | None:
@@ -115,7 +115,7 @@ class _Counter:
         node = self.ix.classes[name][0]
         init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         total = 0
-        try:
+        try:  # sizes the arithmetic cannot follow are as unknown as a non-literal one
             if init is None:
                 raise _Unknown
             for stmt in ast.walk(init):
@@ -128,7 +128,7 @@ class _Counter:
                 elif isinstance(stmt, ast.Call) and dotted(stmt.func) and dotted(stmt.func).endswith(("add_module", "register_module",
                                                                                                        "register_parameter")):
                     raise _Unknown
-        except _Unknown:
+        except (_Unknown, ArithmeticError, IndexError, TypeError, ValueError):
             return None
         self.memo[name] = total
         return total
@@ -297,7 +297,7 @@ _TORCH_LAYERS: dict[str, Callable[[_Args], int]] = {
 def _shape(v: Any) -> tuple | None:
     if isinstance(v, int) and not isinstance(v, bool):
         return (v,)
-    if isinstance(v, (list, tuple)) and all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in v):
+    if isinstance(v, (list, tuple)) and v and all(x is None or (isinstance(x, int) and not isinstance(x, bool)) for x in v):
         return tuple(v)
     raise _Unknown
 
@@ -323,7 +323,7 @@ def _keras_layer(layer: str, a: _Args, shape: tuple | None) -> tuple[int, tuple 
     if layer == "Embedding":
         n, d = a.int(0, "input_dim"), a.int(1, "output_dim")
         return n * d, (shape[0] if shape else None, d)
-    if shape is None or shape[-1] is None:
+    if not shape or shape[-1] is None:
         raise _Unknown  # every other layer's size depends on its input width
     if layer == "Dense":
         units = a.int(0, "units")
