@@ -2,7 +2,7 @@
 give them codes users can select, ignore and explain."""
 from __future__ import annotations
 
-from gpulint.families import looks_like_gpu_instance
+from gpulint.families import GPU, UNKNOWN, looks_like_gpu_instance
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Location, Severity
 from gpulint.rule import Example, Expect, Rule
@@ -118,7 +118,8 @@ class WorkloadAmbiguous(Rule):
         one remaining GPU target with the one training script that has none (preferring the one
         script a launcher starts). When several candidates remain on either side it does not
         guess: it reports the target here, names the candidate entry points, and shows the
-        ``[[tool.gpulint.workloads]]`` row that settles it.
+        ``[[tool.gpulint.workloads]]`` row that settles it. Targets that resolve to CPU or TPU
+        capacity (a variable's default machine type) are not reported: no GPU check waits on them.
     Why it costs money:
         Without the pairing, every check that needs the instance (memory fit, fabric, spot
         resilience, the dollar figures) is skipped for these scripts, silently but for this note.
@@ -153,6 +154,9 @@ class WorkloadAmbiguous(Rule):
 
     def check_repo(self, workloads, ctx):
         for amb in ctx.ambiguities:
+            rc = ctx.computes.get(amb.subject)
+            if rc is not None and rc.device not in (GPU, UNKNOWN):
+                continue  # resolved to CPU (or TPU) capacity: no GPU check was skipped for it
             cands = ", ".join(amb.candidates[:6]) + (f" and {len(amb.candidates) - 6} more" if len(amb.candidates) > 6 else "")
             yield self.finding(
                 amb.loc,

@@ -472,3 +472,12 @@ def test_layer_sizes_the_arithmetic_cannot_follow_are_unknown_not_a_crash(layers
     result = scan_files({"train.py": train})
     assert not [f for f in result.findings if f.code.startswith("SYS")]
     assert not any(w["resolved"].get("model") for w in result.workloads)
+
+
+def test_a_pool_whose_variable_resolves_to_a_cpu_machine_is_no_pairing_question():
+    tf = ('variable "machine_type" {\n  default = "%s"\n}\n\nresource "google_container_node_pool" "pool" {\n'
+          '  name    = "pool"\n  cluster = "c"\n  node_config {\n    machine_type = var.machine_type\n  }\n}\n')
+    train = "import torch\nmodel = Net().cuda()\n" + LOOP
+    files = {"a.py": train, "b.py": train, "infra/main.tf": tf % "e2-standard-8"}
+    assert codes(files, "SYS005") == []
+    assert codes(dict(files, **{"infra/main.tf": tf % "a2-highgpu-1g"}), "SYS005") == ["SYS005"]
