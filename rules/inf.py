@@ -70,6 +70,8 @@ class Fp32InferenceOnGpu(Rule):
         fires when the precision is decided fp32: no ``torch_dtype``/``.half()``/``.to(torch.bfloat16)``,
         no autocast, no quantized load. A dtype chosen at run time keeps it silent, and so do vLLM and
         SGLang engines, whose default ``dtype="auto"`` already serves fp32 checkpoints in 16 bit.
+        The process must load or build a model (``from_pretrained``, ``torch.load`` into a model, a
+        module of layers): an HTTP front end that forwards requests to another server has none.
         The GPU must be known: from the compute target, or code that puts the model on ``cuda``;
         a handler that only asks ``torch.cuda.is_available()`` runs wherever it is deployed and
         gets no finding. A warning when the gain is known (a model of 100M+ parameters on a GPU the
@@ -123,6 +125,8 @@ class Handler(BaseHandler):
         evidence = gpu_evidence(wl)
         if evidence in (None, "probe"):
             return  # `"cuda" if torch.cuda.is_available() else "cpu"` in a handler deployed who knows where
+        if not any(wl.code_facts(k) for k in ("model.name", "model.layers", "model.config")):
+            return  # nothing in the process loads or builds a model: a front end that forwards requests
         anchor = _anchor(wl)
         if anchor is None or wl.resolution.precision.mixed is not False:
             return

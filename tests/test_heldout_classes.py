@@ -481,3 +481,14 @@ def test_a_pool_whose_variable_resolves_to_a_cpu_machine_is_no_pairing_question(
     files = {"a.py": train, "b.py": train, "infra/main.tf": tf % "e2-standard-8"}
     assert codes(files, "SYS005") == []
     assert codes(dict(files, **{"infra/main.tf": tf % "a2-highgpu-1g"}), "SYS005") == ["SYS005"]
+
+
+def test_a_front_end_that_forwards_requests_serves_no_model_itself():
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: api\nspec:\n  containers:\n  - name: api\n    image: example/api:1\n"
+           "    command: [python, serve.py]\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+           "  nodeSelector:\n    node.kubernetes.io/instance-type: g5.xlarge\n")
+    forward = ("import torch\nimport requests\nfrom fastapi import FastAPI\napp = FastAPI()\ntorch.zeros(1).to('cuda')\n\n\n"
+               "@app.post('/generate')\ndef generate(req: dict):\n    return requests.post('http://vllm:8000/v1/completions', json=req).json()\n")
+    assert codes({"serve.py": forward, "k8s/pod.yaml": pod}, "INF001") == []
+    loads = forward.replace("torch.zeros(1).to('cuda')", "model = torch.jit.load('model.pt').to('cuda').eval()")
+    assert codes({"serve.py": loads, "k8s/pod.yaml": pod}, "INF001") == ["INF001"]

@@ -53,7 +53,9 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
 
     ``qualify`` gives a call's qualified name, ``value`` the evaluator's value of an expression in a scope."""
     out: list[tuple[ast.AST, str, int | None]] = []
-    opaque = next((c for c in ix.calls if _opaque(c)), None)
+    # ``self.model = torch.jit.load(path).to(device).eval()``: the name a chain's innermost call ends up in
+    bound = {id(_built(c.node)): c.assigned_to for c in ix.calls if c.assigned_to}
+    opaque = next((c for c in ix.calls if _opaque(c, bound.get(id(c.node), c.assigned_to))), None)
     if opaque is not None:
         # a pretrained, registry or loaded model: whatever else the file builds, the model's size is not counted here
         out.append((opaque.node, opaque.qualname or opaque.attr, None))
@@ -85,11 +87,11 @@ def _built(node: ast.Call) -> ast.Call:
     return node
 
 
-def _opaque(c) -> bool:
+def _opaque(c, name: str) -> bool:
     q = c.qualname or ""
     if q in _OPAQUE_CALLS:
         # torch.load of a state dict to resume is everywhere; a whole pickled model is loaded into a model's name
-        return bool(_MODEL_NAME.search(c.assigned_to.rsplit(".", 1)[-1])) if c.assigned_to else False
+        return bool(_MODEL_NAME.search(name.rsplit(".", 1)[-1])) if name else False
     return q.startswith(_OPAQUE_PREFIXES) or c.attr in _OPAQUE_ATTRS
 
 
