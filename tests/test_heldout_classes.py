@@ -492,3 +492,23 @@ def test_a_front_end_that_forwards_requests_serves_no_model_itself():
     assert codes({"serve.py": forward, "k8s/pod.yaml": pod}, "INF001") == []
     loads = forward.replace("torch.zeros(1).to('cuda')", "model = torch.jit.load('model.pt').to('cuda').eval()")
     assert codes({"serve.py": loads, "k8s/pod.yaml": pod}, "INF001") == ["INF001"]
+
+
+def test_a_dataset_rebound_through_row_methods_in_earlier_cells_is_still_token_rows():
+    train = ("import torch\nfrom datasets import load_dataset\nfrom torch.utils.data import DataLoader\n"
+             "raw = load_dataset('glue', 'mrpc')\ntokenized = raw.map(tokenize, batched=True)\n"
+             "tokenized = tokenized.rename_column('label', 'labels')\ntokenized.set_format('torch')\n\n\n"
+             "def create_dataloaders(bs=8):\n    return DataLoader(tokenized['train'], shuffle=True, batch_size=bs)\n\n\n"
+             "loader = create_dataloaders()\n" + TRAIN_LOOP)
+    assert _io001({"train.py": train}) == []
+
+
+def test_a_loader_over_an_attribute_bound_to_an_in_memory_buffer_is_left_alone():
+    buffer = ("import torch\n\n\nclass Buffer(torch.utils.data.Dataset):\n    def __init__(self):\n        self.items = []\n\n"
+              "    def __getitem__(self, i):\n        return self.items[i]\n")
+    trainer = ("import torch\nfrom torch.utils.data import DataLoader\nfrom buffer import Buffer\n\n\nclass Trainer:\n"
+               "    def __init__(self):\n        self.replay_buffer = Buffer()\n        self.model = Net().cuda()\n\n"
+               "    def fit(self):\n        loader = DataLoader(self.replay_buffer, batch_size=8, pin_memory=True)\n"
+               "        for x in loader:\n            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n\n\n"
+               "if __name__ == '__main__':\n    Trainer().fit()\n")
+    assert _io001({"train.py": trainer, "buffer.py": buffer}) == []

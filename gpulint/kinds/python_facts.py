@@ -741,6 +741,11 @@ def _dataset_expr(f: _Facts, c: Call, splits: bool = False) -> ast.expr | None:
         if isinstance(node, ast.Name):
             node = _dataset_expr_of_name(f, node, c.scope)
             continue
+        if isinstance(node, ast.Attribute) and dotted(node).startswith("self."):
+            # DataLoader(self.replay_buffer): what __init__ (or any method) binds to that attribute, if one thing
+            bound = [a.value for a in f.ix.assigns if a.target == dotted(node) and isinstance(a.value, ast.expr)]
+            node = bound[0] if len(bound) == 1 else None
+            continue
         break
     return node.value if splits and isinstance(node, ast.Subscript) else node
 
@@ -751,7 +756,8 @@ def _dataset_expr_of_name(f: _Facts, name: ast.Name, scope: str) -> ast.expr | N
     assigns = [a for a in f.ix.assigns if a.target == name.id and a.scope in (scope, "")]
     a = f.ix.reaching(assigns, scope, name) if len(assigns) > 1 else (assigns[0] if assigns else None)
     if a is None:
-        before = [x for x in assigns if x.node.lineno <= name.lineno]
+        # ``ds = ds.rename_column(...)``: the ds on the right is the binding written before that statement
+        before = [x for x in assigns if (x.node.end_lineno or x.node.lineno) < name.lineno]
         a = before[-1] if before else (assigns[-1] if assigns else None)
     return a.value if a is not None and isinstance(a.value, ast.expr) else None
 
