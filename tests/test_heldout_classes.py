@@ -512,3 +512,9 @@ def test_a_loader_over_an_attribute_bound_to_an_in_memory_buffer_is_left_alone()
                "        for x in loader:\n            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n\n\n"
                "if __name__ == '__main__':\n    Trainer().fit()\n")
     assert _io001({"train.py": trainer, "buffer.py": buffer}) == []
+
+
+def test_a_tensor_cast_to_the_models_own_dtype_decides_nothing():
+    train = ("import torch\nmodel = Net().cuda()\nif __name__ == '__main__':\n    for x in loader:\n"
+             "        mask = mask.to(device='cuda', dtype=model.dtype)\n        model(x.cuda(), mask).sum().backward()\n        opt.step()\n")
+    assert codes({"train.py": train, "infra/main.tf": P4D}, "AMP001") == ["AMP001"]

@@ -592,12 +592,24 @@ def _precision(f: _Facts) -> None:
 
 
 def _names_a_dtype(arg: ast.expr, c: Call) -> bool:
-    """Is an argument of ``.to()`` a dtype by its keyword or its name (``dtype=x``, ``self._dtype``,
-    ``cfg.torch_dtype``), as opposed to a device?"""
+    """Is ``.to()`` a model cast to a configured dtype: the receiver is the model (``model.to``,
+    ``build(cfg).cuda().to``), and the argument a dtype by its keyword or its name (``dtype=x``,
+    ``self._dtype``, ``cfg.torch_dtype``), not a device, and not another tensor's own ``x.dtype``
+    (``mask.to(dtype=model.dtype)`` follows the model, it decides nothing)?"""
+    receiver = c.receiver.rsplit(".", 1)[-1].lower()
+    if not (_MODELISH.search(receiver) or c.receiver.endswith(")")):
+        return False
+    text = dotted(arg) or ""
+    head, _, last = text.rpartition(".")
+    if last == "dtype" and head and not _CONFIGISH.search(head.rsplit(".", 1)[-1].lower()):
+        return False
     if any(k == "dtype" and v is arg for k, v in c.keywords()):
         return True
-    text = dotted(arg) or ""
-    return text.rsplit(".", 1)[-1].lower().lstrip("_").endswith("dtype")
+    return last.lower().lstrip("_").endswith("dtype")
+
+
+_MODELISH = re.compile(r"(model|net|module|network|encoder|decoder|backbone|transformer)")
+_CONFIGISH = re.compile(r"(cfg|config|conf|args|opt|hparams|params|settings|training)")
 
 
 TRL_BF16_DEFAULT = "TRL >= 0.19 turns bf16 on when fp16 is not set; older releases train in fp32"
