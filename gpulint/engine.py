@@ -30,7 +30,7 @@ from gpulint.plugins import PluginHost, Registry, format_traceback
 from gpulint.readers.errors import PartialRead, ReadError
 from gpulint.result import ScanResult
 from gpulint.rule import Rule
-from gpulint.sources import ParseError, Source
+from gpulint.sources import NewerSyntax, ParseError, Source
 from gpulint.suppressions import Suppression, find_suppressions, is_suppressed
 from gpulint.resolve import resolve_scan
 from gpulint.scope import Scope
@@ -87,8 +87,11 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
         try:
             source = fk.parse(text, rel)
         except ParseError as exc:
-            res.findings.append(_parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column), exc.message,
-                                             _OVER_BUDGET if isinstance(exc, limits.LimitExceeded) else _FIX_SYNTAX))
+            finding = _parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column), exc.message,
+                                   _OVER_BUDGET if isinstance(exc, limits.LimitExceeded) else
+                                   _NEWER_PYTHON if isinstance(exc, NewerSyntax) else _FIX_SYNTAX)
+            # valid code of a newer Python than gpulint's: nothing to fix in the file, so never an error
+            res.findings.append(finding.with_(severity=Severity.INFO) if isinstance(exc, NewerSyntax) else finding)
             res.suppressions = find_suppressions(text, fk.comment, python=False)
             return res
         except (RecursionError, MemoryError) as exc:  # a parser of a plugin without its own guard
@@ -151,6 +154,8 @@ def _read_error(rel: str, problem: str) -> Finding:
 
 
 _FIX_SYNTAX = "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete."
+_NEWER_PYTHON = ("The file is valid for a newer Python than the one gpulint runs on, so gpulint did not read it; run gpulint on "
+                 "that Python (for example in CI) to check it.")
 _OVER_BUDGET = ("The file is past a parse budget, so gpulint did not read it (the rest of the scan is complete). If it is real "
                 "code or configuration, raise the limit named in the message in [tool.gpulint]; otherwise exclude it.")
 _CRASHED = ("gpulint's parser could not finish this file; the rest of the scan is complete and unaffected. Exclude the file in "

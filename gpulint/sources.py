@@ -23,6 +23,11 @@ class ParseError(ValueError):
         self.message, self.line, self.column = message, line, column
 
 
+class NewerSyntax(ParseError):
+    """Valid source of a newer language version than the one gpulint runs on (a Python 3.12 f-string
+    read on 3.11): nothing in the file is wrong, so its SYS001 is info, not an error."""
+
+
 @dataclass
 class Source:
     path: str  # posix, relative to the scan root

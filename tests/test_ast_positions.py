@@ -90,6 +90,17 @@ def test_syntax_newer_than_the_running_python_is_a_sys001_that_says_so(tmp_path)
     (sys001,) = [f for f in result.findings if f.code == "SYS001"]
     assert sys001.loc.line == 3
     assert f"newer syntax than Python {sys.version_info[0]}.{sys.version_info[1]}" in sys001.message
+    assert sys001.severity.value == "info" and "newer Python" in sys001.guidance  # valid code: never fails CI
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="PEP 701 f-strings parse on Python 3.12+")
+def test_a_pep_701_f_string_in_a_training_script_is_info_not_an_error(tmp_path):
+    """A Python 3.12 f-string that reuses its quotes inside the braces, in an entry point SageMaker runs."""
+    write_tree(tmp_path, {"train.py": 'import torch\nname = {"a": 1}\nprint(f"{name["a"]}")\n' + LOOP,
+                          "launch.py": "from sagemaker.pytorch import PyTorch\nPyTorch(entry_point='train.py', instance_type='ml.g5.2xlarge').fit()\n"})
+    result, _ = scan_tree(tmp_path)
+    (sys001,) = [f for f in result.findings if f.code == "SYS001"]
+    assert sys001.severity.value == "info"
 
 
 def test_a_syntax_error_is_reported_at_cpythons_position(tmp_path):

@@ -9,7 +9,7 @@ import sys
 from gpulint.ipython import python_lines, shell_commands
 from gpulint.limits import LimitExceeded, python_syntax
 from gpulint.templates import has_template
-from gpulint.sources import ParseError, PythonSource, Source
+from gpulint.sources import NewerSyntax, ParseError, PythonSource, Source
 from gpulint.yamlnodes import Doc, YamlError, load_documents
 
 
@@ -48,8 +48,9 @@ def _parse_module(text: str, syntax_error) -> ast.Module:
         raise ParseError("Python source could not be parsed: it contains a NUL byte")
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     line, col = cpython_error.lineno or 1, max(1, cpython_error.offset or 1)
-    raise syntax_error((line, col, f"{_first_line(cpython_error.msg)} (this is newer syntax than Python {version}, which runs "
-                                   f"gpulint, reads: run gpulint on a newer Python to check this file)"), None) from None
+    err = syntax_error((line, col, f"{_first_line(cpython_error.msg)} (this is newer syntax than Python {version}, which runs "
+                                   f"gpulint, reads: run gpulint on a newer Python to check this file)"), None)
+    raise NewerSyntax(err.message, err.line, err.column) from None
 
 
 def _python_error(text: str, exc, err: SyntaxError | None = None) -> tuple[int, int, str]:

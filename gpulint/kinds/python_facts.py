@@ -37,7 +37,11 @@ HF_ARGS = {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArgume
 HF_TRAINERS = {"transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.GRPOTrainer",
                "trl.RewardTrainer", "trl.ORPOTrainer", "trl.KTOTrainer", "trl.PPOTrainer"}
 LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer", "lightning.fabric.Fabric",
-                      "lightning.Fabric", "lightning_fabric.Fabric"}
+                      "lightning.Fabric", "lightning_fabric.Fabric",
+                      # the same classes imported from their submodules (``from pytorch_lightning.trainer import Trainer``)
+                      "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
+                      "lightning.pytorch.trainer.Trainer", "lightning.pytorch.trainer.trainer.Trainer",
+                      "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"}
 ACCELERATOR = {"accelerate.Accelerator"}
 QUANT_CONFIGS = {"transformers.BitsAndBytesConfig", "transformers.GPTQConfig", "transformers.AwqConfig",
                  "transformers.utils.quantization_config.BitsAndBytesConfig", "auto_gptq.BaseQuantizeConfig",
