@@ -470,6 +470,8 @@ class Fp16OnBf16CapableGpu(Rule):
     What it does:
         Fires when every mixed-precision setting of the workload asks for fp16 and the GPU of its
         instance (from the catalogue) has native bf16 (Ampere and newer: A100, A10G, L4, L40S, H100 ...).
+        A setting decided at run time (``Accelerator(mixed_precision=args.mixed_precision)``, an
+        argument file nothing links) keeps it silent: it may be the bf16 the rule would ask for.
     Why it costs money:
         bf16 runs at the same Tensor-Core rate as fp16 but has fp32's exponent range: no loss scaling,
         no overflow-driven skipped steps, fewer diverged runs to pay for again.
@@ -504,8 +506,8 @@ class Fp16OnBf16CapableGpu(Rule):
         if c is None or c.bf16_supported is not True or trains_on_gpu(wl) is None:
             return
         view = wl.resolution.precision.view
-        if not view.on or view.dtypes != {"fp16"}:
-            return
+        if not view.on or view.dtypes != {"fp16"} or view.unknown:
+            return  # a setting decided at run time (accelerate's --mixed_precision from a flag) may well be bf16
         at = sorted(view.on, key=lambda p: p[0].loc)[0][0]
         yield self.finding(at.loc, f"fp16 mixed precision on {c.gpu_model} ({c.instance_name}), which runs bf16 at the same speed without loss scaling",
                            symbol=f"{wl.entrypoint}:fp16", workload=wl.name, related=compute_related(wl),

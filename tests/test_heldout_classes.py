@@ -518,3 +518,27 @@ def test_a_tensor_cast_to_the_models_own_dtype_decides_nothing():
     train = ("import torch\nmodel = Net().cuda()\nif __name__ == '__main__':\n    for x in loader:\n"
              "        mask = mask.to(device='cuda', dtype=model.dtype)\n        model(x.cuda(), mask).sum().backward()\n        opt.step()\n")
     assert codes({"train.py": train, "infra/main.tf": P4D}, "AMP001") == ["AMP001"]
+
+
+def test_fp16_beside_a_precision_decided_at_run_time_is_no_amp003():
+    train = ("import argparse\nimport torch\nfrom accelerate import Accelerator\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--mixed_precision')\nargs = p.parse_args()\nacc = Accelerator(mixed_precision=args.mixed_precision)\n\n\n"
+             "def log_validation(pipe):\n    with torch.autocast('cuda'):\n        return pipe('a prompt')\n\n\n"
+             "model = Net().cuda()\nif __name__ == '__main__':\n    for x in loader:\n        acc.backward(model(x).sum())\n        opt.step()\n")
+    assert codes({"train.py": train, "infra/main.tf": P4D}, "AMP003") == []
+    decided = train.replace("Accelerator(mixed_precision=args.mixed_precision)", "Accelerator(mixed_precision='fp16')")
+    assert codes({"train.py": decided, "infra/main.tf": P4D}, "AMP003") == ["AMP003"]
+
+
+def test_random_transforms_applied_once_in_init_are_not_per_sample_work():
+    data = ("import torch\nfrom torchvision import transforms\n\n\nclass Precomputed(torch.utils.data.Dataset):\n"
+            "    def __init__(self, images):\n        crop = transforms.RandomCrop(512)\n        self.pixels = [crop(im) for im in images]\n\n"
+            "    def __getitem__(self, i):\n        return self.pixels[i]\n")
+    train = ("import torch\nfrom data import Precomputed\nloader = torch.utils.data.DataLoader(ds, batch_size=1, pin_memory=True)\n"
+             + TRAIN_LOOP)
+    (f,) = _io001({"train.py": train, "data.py": data})
+    assert f.severity.value == "info"
+    per_item = data.replace("self.pixels = [crop(im) for im in images]", "self.crop, self.images = crop, images").replace(
+        "return self.pixels[i]", "return self.crop(self.images[i])")
+    (f,) = _io001({"train.py": train, "data.py": per_item})
+    assert f.severity.value == "warning"

@@ -792,16 +792,26 @@ def _in_memory_dataset(f: _Facts, c: Call) -> bool | str:
     return f"class:{last}" if last[:1].isupper() else False
 
 
+def _getitem_classes(ix: PyIndex) -> list[tuple[ast.FunctionDef, ast.ClassDef]]:
+    """(``__getitem__``, class) of each class of the file that has one."""
+    out = []
+    for node, _ in ix.classes.values():
+        get = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"), None)
+        if get is not None:
+            out.append((get, node))
+    return out
+
+
+def _indexes_memory(getitem: ast.FunctionDef) -> bool:
+    """Does a ``__getitem__`` only index what the object holds (``return self.x[i], self.y[i]``)?"""
+    return all(_indexing_call(n) for n in ast.walk(getitem) if isinstance(n, ast.Call))
+
+
 def _dataset_classes(f: _Facts) -> None:
     """Dataset classes whose ``__getitem__`` only indexes what ``__init__`` holds (``return self.x[i],
     self.y[i]``): a TensorDataset in all but name."""
-    for name, (node, bases) in f.ix.classes.items():
-        get = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"), None)
-        if get is None:
-            continue
-        calls = [n for n in ast.walk(get) if isinstance(n, ast.Call)]
-        in_memory = all(_indexing_call(n) for n in calls)
-        f.add("dataset_class", {"name": name, "in_memory": in_memory}, node, name)
+    for get, node in _getitem_classes(f.ix):
+        f.add("dataset_class", {"name": node.name, "in_memory": _indexes_memory(get)}, node, node.name)
 
 
 #: calls a __getitem__ may make and still only index memory (conversions, no I/O, no transforms)
@@ -901,9 +911,13 @@ def _media(f: _Facts) -> None:
     random transforms (built to run on each sample). A ``PIL.Image.open`` that shows one image in a
     notebook cell decodes nothing per sample."""
     per_sample = None
+    # a Dataset that augments once in __init__ and only indexes tensors in __getitem__ (DreamBooth's precomputed
+    # crops): its random transforms never run per sample
+    classes = [_indexes_memory(node) for node, _ in _getitem_classes(f.ix)]
+    augments_per_sample = not classes or not all(classes)
     for c in f.ix.calls:
         q = c.qualname or ""
-        augment = _AUGMENT.match(q) is not None
+        augment = _AUGMENT.match(q) is not None and augments_per_sample
         if not (q in MEDIA_DECODERS or augment):
             continue
         if not augment and q not in _FOLDER_DATASETS:
