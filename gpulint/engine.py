@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import posixpath
 import subprocess
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
         # text gate: code that mentions no ML framework cannot hold a fact or a finding
         needs = {n for e in extractors for n in e.needs} | {n for r in file_rules for n in r.requires_text}
         if needs and not any(n in text for n in needs):
-            res.skipped = "no ML framework mentioned"
+            res.skipped = _GATED
             res.suppressions = find_suppressions(text, fk.comment, python=kind == "python")
             return res
     with limits.using(limits.Limits.of(config)):
@@ -112,7 +113,9 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
         else:
             res.suppressions = find_suppressions(source.text, fk.comment, python=kind == "python")
         for ex in extractors:
-            if not ex.wants(source):
+            # a file read past the text gate (a launcher starts it, it imports the repository's training) is read by
+            # every extractor of its kind: its imports and main guard are what links it, whatever words it uses
+            if not ex.wants(source) and not (force and source.kind in ex.kinds):
                 continue
             try:
                 res.facts += ex.extract(source)
@@ -263,10 +266,21 @@ class Scanner:
                 if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
                     launched.add(posixpath.basename(f.value["script"]))
 
-        # two phases: what launchers name must be known before the text gate judges code files
+        # two phases: what launchers name must be known before the text gate judges code files; then a third for
+        # thin entry scripts the gate skipped that import a repository module which trains
         infra = [c for c in order if c.kind not in CODE_KINDS]
         code = [c for c in order if c.kind in CODE_KINDS]
-        for phase in (infra, code):
+        forced: set[str] = set()
+        phases = [infra, code]
+        for n_phase in range(3):
+            if n_phase == 2:
+                thin = _thin_entries(code, results, lambda c: self._read(c, req, root, max_bytes)[0])
+                if not thin:
+                    break
+                forced = {c.rel for c in thin}
+                phases.append(thin)
+            phase = phases[n_phase]
+
             def jobs(phase=phase) -> Iterator[tuple[str, bytes | str, str, bool]]:
                 # read one file at a time, as workers take them: the scan never holds every file's bytes
                 for cand in phase:
@@ -274,7 +288,7 @@ class Scanner:
                     if data is None:
                         take(FileResult(cand.rel, cand.kind, findings=[_read_error(cand.rel, problem)]))
                         continue
-                    force = cand.kind in CODE_KINDS and posixpath.basename(cand.rel) in launched
+                    force = cand.kind in CODE_KINDS and (posixpath.basename(cand.rel) in launched or cand.rel in forced)
                     if cache is not None and isinstance(data, bytes):  # an editor's unsaved text is not kept
                         digest = content_digest(data, cand.kind, force)
                         hit = cache.get(cand.rel, digest)
@@ -592,6 +606,32 @@ def _rel(p: Path, root: Path) -> str:
         return Path(os.path.realpath(p)).relative_to(os.path.realpath(root)).as_posix()
     except ValueError:
         return p.as_posix()
+
+
+_GATED = "no ML framework mentioned"
+
+
+def _thin_entries(code: list, results: dict, read) -> list:
+    """Code files the text gate skipped that import a module of the repository which trains (a
+    ``train.py`` of three lines calling ``trainer.run()``): their imports decide whether they are a
+    workload, so they are read after all. Only the skipped files are read again, and only when some
+    repository module trains."""
+    trainers = {posixpath.splitext(posixpath.basename(p))[0] for p, r in results.items()
+                if any(f.kind == "trains" for f in r.facts)} - {"__init__", "__main__"}
+    if not trainers:
+        return []
+    names = "|".join(map(re.escape, sorted(trainers)))
+    wanted = re.compile(rf"^\s*(?:from\s+[\w.]*\b(?:{names})\b[\w.]*\s+import|import\s+[\w.]*\b(?:{names})\b)", re.M)
+    out = []
+    for cand in code:
+        res = results.get(cand.rel)
+        if res is None or res.skipped != _GATED:
+            continue
+        data = read(cand)
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        if text and wanted.search(text):
+            out.append(cand)
+    return out
 
 
 def _common(paths: Iterable[Path]) -> str:

@@ -95,7 +95,11 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
-         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...")
+         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...; "
+         "attrs.function / attrs.cls: the function and class the training call sits in.")
+register("invokes", "code", _obj(("module", "name"), module=STR, name=STR),
+         "A call of a name imported from another module (from engine import train_one_epoch; Trainer(cfg).run()): a script "
+         "that calls the training of a repository module is a workload.")
 register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL),
          "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
          "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "

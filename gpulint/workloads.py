@@ -198,7 +198,8 @@ def _module_to_paths(module: str, base_dir: str) -> list[str]:
 
 def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: str | None = None) -> str | None:
     if module:
-        for base in (posixpath.dirname(launcher_path), ""):
+        # python -m pkg.mod from the launcher's folder, the root, or a src/ layout's package root
+        for base in (posixpath.dirname(launcher_path), "", "src"):
             for cand in _module_to_paths(module, base):
                 if cand in repo.kinds:
                     return cand
@@ -257,37 +258,55 @@ def _local_modules(path: str, repo: Repo) -> list[str]:
 
 def _find_local_modules(path: str, repo: Repo) -> list[str]:
     out = []
-    here = posixpath.dirname(path)
     for f in repo.facts.get(path, []):
-        if f.kind != "import":
-            continue
-        mod = f.value
-        level = f.attrs.get("relative", 0) if f.attrs else 0
-        if level:
-            base = here
-            for _ in range(level - 1):
-                base = posixpath.dirname(base)
-            mod = mod.lstrip(".")
-            bases = [base]
-        else:
-            # the file's folder and each ancestor up to the root (src/ layouts, scripts/ next to a package)
-            bases, b = [], here
-            while True:
-                bases.append(b)
-                if not b:
-                    break
-                b = posixpath.dirname(b)
-        if not mod:
-            continue
-        head = mod.split(".", 1)[0]
-        for b in bases:
-            if not repo.has_module_head(posixpath.normpath(posixpath.join(b, head))):
-                continue
-            for cand in _module_to_paths(mod, b):
-                if cand in repo.kinds and cand != path:
-                    out.append(cand)
-                    break
+        if f.kind == "import":
+            found = _resolve_import(f.value, f.attrs.get("relative", 0) if f.attrs else 0, path, repo)
+            if found is not None:
+                out.append(found)
     return sorted(set(out))
+
+
+def _resolve_import(mod: str, level: int, path: str, repo: Repo) -> str | None:
+    """The repository file an import of `mod` in `path` reads, or None (a package installed elsewhere)."""
+    here = posixpath.dirname(path)
+    if level:
+        base = here
+        for _ in range(level - 1):
+            base = posixpath.dirname(base)
+        mod = mod.lstrip(".")
+        bases = [base]
+    else:
+        # the file's folder and each ancestor up to the root (src/ layouts, scripts/ next to a package)
+        bases, b = [], here
+        while True:
+            bases.append(b)
+            if not b:
+                break
+            b = posixpath.dirname(b)
+    if not mod:
+        return None
+    head = mod.split(".", 1)[0]
+    for b in bases:
+        if not repo.has_module_head(posixpath.normpath(posixpath.join(b, head))):
+            continue
+        for cand in _module_to_paths(mod, b):
+            if cand in repo.kinds and cand != path:
+                return cand
+    return None
+
+
+def _invoked_training(path: str, facts: list[Fact], repo: Repo) -> str | None:
+    """Why a script runs training it does not hold: it calls a function or class of a repository module
+    whose training step sits in that function or class ("calls train_one_epoch, which trains at engine.py:41")."""
+    for inv in (f for f in facts if f.kind == "invokes"):
+        target = _resolve_import(inv.value.get("module") or "", 0, path, repo)
+        if target is None:
+            continue
+        name = inv.value.get("name")
+        for t in repo.facts.get(target, []):
+            if t.kind == "trains" and name and name in ((t.attrs or {}).get("function"), (t.attrs or {}).get("cls")):
+                return f"script: {path} calls {name} ({inv.loc.short()}), which trains at {t.loc.short()}"
+    return None
 
 
 def _closure(entry: str, repo: Repo, limit: int = 50) -> list[str]:
@@ -418,6 +437,17 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
         runs = repo.kinds.get(path) == "notebook" or any(f.kind == "script" for f in facts)
         if any(f.kind == "serves" for f in facts) or (runs and any(f.kind == "trains" for f in facts)):
             entries.setdefault(path, [])
+    # a script whose training is a function or class of a repository module it calls (main.py calling
+    # engine.train_one_epoch, chargpt.py running mingpt's Trainer)
+    runs_training: dict[str, str] = {}
+    for path in repo.files_of_kind(*CODE_KINDS):
+        facts = repo.facts.get(path, [])
+        if path in entries or scope.outside(path) or not any(f.kind == "script" for f in facts):
+            continue
+        why = _invoked_training(path, facts, repo)
+        if why:
+            entries.setdefault(path, [])
+            runs_training[path] = why
     for u in uses:
         script = _resolve_script(u.fact.value.get("script"), u.path, repo, u.fact.value.get("module"))
         if script and not scope.outside(script) and not scope.outside(u.path):
@@ -450,6 +480,9 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             for u in groups[key] + loose:
                 _attach_launcher(wl, u, repo, computes)
             workloads[wl.name] = wl
+    for wl in workloads.values():
+        if wl.entrypoint in runs_training:
+            wl.reasons.append(runs_training[wl.entrypoint])
     # a notebook whose metadata names its kernel's instance (SageMaker Studio) trains on that instance
     for wl in workloads.values():
         kernel = computes.get(f"{wl.entrypoint}#kernel")

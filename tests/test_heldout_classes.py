@@ -542,3 +542,47 @@ def test_random_transforms_applied_once_in_init_are_not_per_sample_work():
         "return self.pixels[i]", "return self.crop(self.images[i])")
     (f,) = _io001({"train.py": train, "data.py": per_item})
     assert f.severity.value == "warning"
+
+
+ENGINE = ("import torch\n\n\ndef train_one_epoch(model, loader, opt):\n    for x in loader:\n"
+          "        model(x.cuda()).sum().backward()\n        opt.step()\n")
+
+
+def test_a_script_that_calls_a_modules_training_function_is_a_workload():
+    main = ("import argparse\nimport torch\nfrom engine import train_one_epoch\n\n\ndef main():\n    model = Net().cuda()\n"
+            "    for epoch in range(100):\n        train_one_epoch(model, loader, opt)\n\n\nif __name__ == '__main__':\n    main()\n")
+    result = scan_files({"main_pretrain.py": main, "engine.py": ENGINE, "infra/main.tf": P4D})
+    (w,) = [w for w in result.workloads if w["entrypoint"] == "main_pretrain.py"]
+    assert w["role"] == "training" and any("calls train_one_epoch" in r for r in w["links"])
+    assert [f.code for f in result.findings if f.code == "AMP001"] == ["AMP001"]
+    evaluates = main.replace("from engine import train_one_epoch", "from engine import train_one_epoch, evaluate").replace(
+        "train_one_epoch(model, loader, opt)", "evaluate(model, loader)")
+    assert not [w for w in scan_files({"eval.py": evaluates, "engine.py": ENGINE}).workloads if w["entrypoint"] == "eval.py"]
+
+
+def test_a_script_that_runs_a_repository_trainer_class_is_a_workload():
+    trainer = ("import torch\n\n\nclass Trainer:\n    def __init__(self, model):\n        self.model = model\n\n"
+               "    def run(self):\n        for x in self.loader:\n            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n")
+    script = ("import torch\nfrom mingpt.trainer import Trainer\n\nif __name__ == '__main__':\n    t = Trainer(Net())\n    t.run()\n")
+    result = scan_files({"projects/chargpt/chargpt.py": script, "mingpt/__init__.py": "", "mingpt/trainer.py": trainer})
+    assert [w["role"] for w in result.workloads if w["entrypoint"] == "projects/chargpt/chargpt.py"] == ["training"]
+
+
+def test_a_thin_entry_script_that_names_no_framework_is_read_when_it_imports_training():
+    trainer = ("import torch\n\n\nclass Trainer:\n    def run(self):\n        for x in self.loader:\n"
+               "            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n")
+    thin = "from trainer import task\nfrom pkg.trainer import Trainer\n\nif __name__ == '__main__':\n    Trainer().run()\n"
+    result = scan_files({"experiment.py": thin, "pkg/__init__.py": "", "pkg/trainer.py": trainer})
+    assert [w["role"] for w in result.workloads if w["entrypoint"] == "experiment.py"] == ["training"]
+    unrelated = "import json\n\nif __name__ == '__main__':\n    print(json.dumps({}))\n"
+    result = scan_files({"report.py": unrelated, "pkg/__init__.py": "", "pkg/trainer.py": trainer})
+    assert not [w for w in result.workloads if w["entrypoint"] == "report.py"]
+
+
+def test_a_launched_thin_script_is_read_whole_so_its_imports_link_the_training():
+    engine = ENGINE.replace("def train_one_epoch(model, loader, opt):", "def train(model=None, loader=None, opt=None):")
+    thin = "from mylib.engine import train\n\nif __name__ == '__main__':\n    train()\n"
+    result = scan_files({"tools/train_net.py": thin, "mylib/__init__.py": "", "mylib/engine.py": engine,
+                         "run.sh": "torchrun --nproc_per_node 8 tools/train_net.py\n"})
+    (w,) = [w for w in result.workloads if w["entrypoint"] == "tools/train_net.py"]
+    assert w["role"] == "training" and "mylib/engine.py" in w["code_files"]

@@ -214,6 +214,7 @@ def python_facts(source: Source) -> list[Fact]:
     _serving(f)
     _datasets(f)
     _dataset_classes(f)
+    _invokes(f)
     _local_imports(f)
     if _runs_as_script(ix):
         f.out.append(Fact("script", {"via": "main_guard" if ix.main_guard else "module_level"}, source.loc(1), "script", "", {}))
@@ -271,32 +272,63 @@ def _benchmark(f: _Facts, backward: Call) -> None:
         f.add("benchmark", {"via": f"synthetic inputs ({synthetic.qualname})"}, backward.node, backward.scope)
 
 
+def _owner(ix: PyIndex, c: Call) -> dict:
+    """The function and class a training call sits in (``train_one_epoch``, ``Trainer.run``): what a script
+    of the repository must call to run this training (see the ``invokes`` facts)."""
+    line = c.node.lineno
+    inside = [node for node, _ in ix.classes.values() if node.lineno <= line <= (node.end_lineno or node.lineno)]
+    cls = max(inside, key=lambda n: n.lineno).name if inside else ""
+    return {"function": c.scope, "cls": cls}
+
+
+def _invokes(f: _Facts) -> None:
+    """Calls of names imported from other modules (``from engine import train_one_epoch`` ...
+    ``train_one_epoch(model, ...)``; ``Trainer(cfg).run()``): the linker makes a script that calls the
+    training of a repository module a workload, though its own file holds no training step."""
+    seen = set()
+    for c in f.ix.calls:
+        head = (c.func or "").split(".", 1)[0]
+        q = f.ix.imports.get(head)
+        if not q or not c.qualname or "." not in c.qualname or c.qualname in seen:
+            continue
+        module, _, name = c.qualname.partition("(")[0].rpartition(".")
+        if module and name and not module.startswith(_NOT_LOCAL):
+            seen.add(c.qualname)
+            f.add("invokes", {"module": module, "name": name}, c.node, c.qualname)
+
+
+#: imports that are never modules of the repository (the frameworks gpulint knows)
+_NOT_LOCAL = ("torch", "transformers", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "tensorflow", "keras",
+              "jax", "flax", "numpy", "datasets", "peft", "trl", "sagemaker", "os", "sys", "json", "time", "math",
+              "argparse", "logging", "random", "functools", "itertools", "collections", "typing", "pathlib")
+
+
 def _training(f: _Facts) -> None:
     ix = f.ix
     backward = [c for c in ix.method_calls("backward")]
     steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
     if backward and steps:
-        f.add("trains", {"via": "loop"}, backward[0].node, "backward")
+        f.add("trains", {"via": "loop"}, backward[0].node, "backward", **_owner(ix, backward[0]))
         _benchmark(f, backward[0])
     for c in ix.calls:
         q = c.qualname or ""
         if q.endswith("().train") and q[: -len("().train")] in HF_TRAINERS:
-            f.add("trains", {"via": "hf_trainer"}, c.node, q)
+            f.add("trains", {"via": "hf_trainer"}, c.node, q, **_owner(ix, c))
         elif q.endswith("().fit") and q[: -len("().fit")] in LIGHTNING_TRAINERS:
-            f.add("trains", {"via": "lightning"}, c.node, q)
+            f.add("trains", {"via": "lightning"}, c.node, q, **_owner(ix, c))
         elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | {"lightning.fabric.Fabric", "lightning.Fabric"}:
-            f.add("trains", {"via": "accelerate"}, c.node, q)
+            f.add("trains", {"via": "accelerate"}, c.node, q, **_owner(ix, c))
         elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and (
                 not q or q.startswith(("transformers.TF", "tensorflow.", "keras.", "tf_keras."))):
-            f.add("trains", {"via": "keras"}, c.node, "fit")
+            f.add("trains", {"via": "keras"}, c.node, "fit", **_owner(ix, c))
     # a custom TensorFlow loop: GradientTape gradients applied by an optimizer
     tape = [c for c in ix.method_calls("gradient") if ix.imports_any("tensorflow")]
     applied = [c for c in ix.method_calls("apply_gradients")]
     if tape and applied:
-        f.add("trains", {"via": "tensorflow"}, applied[0].node, "apply_gradients")
+        f.add("trains", {"via": "tensorflow"}, applied[0].node, "apply_gradients", **_owner(ix, applied[0]))
     for c in ix.calls_to(*DS_INIT):
         if any(x.attr == "backward" for x in ix.calls):
-            f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize")
+            f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize", **_owner(ix, c))
     # GPU use: explicit device strings, .cuda(), or frameworks that take the GPU when one exists
     # a device only where a CUDA check found one (``"cuda" if torch.cuda.is_available() else "cpu"``, ``if
     # torch.cuda.is_available(): model.cuda()``) runs on the CPU as well: a probe, not a GPU the code requires
