@@ -134,7 +134,8 @@ register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI
 register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
          "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp.")
 register("model.name", "code", _t("string"),
-         "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config.")
+         "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
+         "cli_arg (the name is that flag's argparse default: the launchers' value decides).")
 register("model.layers", "code", _obj(("name",), name=STR, params=OPT_INT),
          "A model the file builds out of framework layers (an nn.Module class, nn.Sequential, keras.Sequential) and its parameter "
          "count from literal layer sizes; params null when a layer is not literal, or the file also loads a pretrained/registry model.")

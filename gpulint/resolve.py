@@ -17,7 +17,7 @@ from gpulint import modelsize
 from gpulint.catalogue import Catalogue, Instance
 from gpulint.families import CPU, GPU, UNKNOWN, device_of
 from gpulint.model import Fact, Location
-from gpulint.precision import precision_view
+from gpulint.precision import precision_view, resolve_cli
 from gpulint.resolution import (
     BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
     WorkloadResolution,
@@ -286,11 +286,18 @@ class Resolver:
                                  evidence=f"{size.evidence} ({TABLE} model)", dims=dict(size.dims or {}))
         names = [f for f in wl.of("model.name") if isinstance(f.value, str)]
         for f in names:
-            size = self._size_for_name(f.value, extra)
+            name = f.value
+            flag = (f.attrs or {}).get("cli_arg")
+            if flag:  # an argparse default: what the launchers pass decides (unknown when they pass several, or none is read)
+                name = resolve_cli({"cli_arg": flag, "default": f.value}, wl)
+                if not isinstance(name, str):
+                    continue
+            size = self._size_for_name(name, extra)
             if size is not None:
                 attrs = f.attrs or {}
-                return ModelInfo(params=size.params, active_params=size.active_params, name=f.value,
-                                 evidence=f"{size.evidence} ({f.loc.short()})", dims=dict(size.dims or {}),
+                return ModelInfo(params=size.params, active_params=size.active_params, name=name,
+                                 evidence=f"{size.evidence} ({f.loc.short()}{', the default of ' + flag if flag else ''})",
+                                 dims=dict(size.dims or {}),
                                  load_in_4bit=bool(attrs.get("load_in_4bit")), load_in_8bit=bool(attrs.get("load_in_8bit")))
         for f in wl.of("model.config"):
             size = modelsize.from_hf_config(f.value, source=f.loc.short())

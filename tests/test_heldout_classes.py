@@ -586,3 +586,13 @@ def test_a_launched_thin_script_is_read_whole_so_its_imports_link_the_training()
                          "run.sh": "torchrun --nproc_per_node 8 tools/train_net.py\n"})
     (w,) = [w for w in result.workloads if w["entrypoint"] == "tools/train_net.py"]
     assert w["role"] == "training" and "mylib/engine.py" in w["code_files"]
+
+
+def test_a_model_named_by_an_argparse_default_is_sized_by_what_the_launcher_passes():
+    train = ("import argparse\nimport torch\nfrom transformers import AutoModelForCausalLM\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--model_name', default='meta-llama/Llama-2-7b-hf')\nargs = p.parse_args()\n"
+             "model = AutoModelForCausalLM.from_pretrained(args.model_name).cuda()\n" + LOOP)
+    launched = {"train.py": train, "run.sh": "torchrun --nproc_per_node 8 train.py\n"}
+    assert _model(scan_files(launched))["name"] == "meta-llama/Llama-2-7b-hf"
+    other = dict(launched, **{"run.sh": "torchrun --nproc_per_node 8 train.py --model_name gpt2\n"})
+    assert _model(scan_files(other))["name"] == "gpt2"

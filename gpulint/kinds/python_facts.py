@@ -1076,6 +1076,10 @@ def _models(f: _Facts) -> None:
     for c in f.ix.calls:
         if c.attr == "from_pretrained":
             name = f.val(c, "pretrained_model_name_or_path", 0)
+            flag = None
+            if isinstance(name, dict) and "cli_arg" in name and isinstance(name.get("default"), str):
+                # from_pretrained(args.model_name) with a default: that model unless a launcher passes another
+                name, flag = name["default"], name["cli_arg"]
             if isinstance(name, str):
                 kind = "model.name"
                 q = c.qualname or ""
@@ -1083,7 +1087,7 @@ def _models(f: _Facts) -> None:
                     continue
                 f.add(kind, name, c.node, "from_pretrained",
                       load_in_4bit=_norm(f.val(c, "load_in_4bit")) is True, load_in_8bit=_norm(f.val(c, "load_in_8bit")) is True,
-                      quantization_config=f.present(c, "quantization_config"))
+                      quantization_config=f.present(c, "quantization_config"), **({"cli_arg": flag} if flag else {}))
         elif (c.qualname or "").startswith("torchvision.models.") and c.qualname.count(".") == 2 and c.attr[:1].islower():
             f.add("model.name", f"torchvision/{c.attr}", c.node, c.qualname)  # resnet50(), vit_b_16() ...
         elif c.qualname == "timm.create_model":
