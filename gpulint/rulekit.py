@@ -25,14 +25,17 @@ from gpulint.model import Fact, Related
 from gpulint.resolution import CPU, GPU
 from gpulint.workloads import Workload
 
-__all__ = ["GPU_LAUNCHERS", "WEAK_GPU_EVIDENCE", "benchmark_of", "gpu_spend_unknown", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase", "multi_gpu", "on_gpu",
-           "toy_workload", "training_fact", "trains_on_gpu"]
+__all__ = ["GPU_LAUNCHERS", "WEAK_GPU_EVIDENCE", "benchmark_of", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase",
+           "gpu_spend_unknown", "multi_gpu", "on_gpu", "toy_workload", "training_fact", "trains_on_gpu"]
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
 TOY_MODEL_PARAMS = 20_000_000
 #: below this a model is tutorial-sized on any data (an MNIST MLP has 0.1-1.6M, LeNet 60k): ResNet-18 (11.7M) and
 #: larger convolution nets on ImageNet-sized images do gain from Tensor Cores, so the bar stays well under them
 SMALL_MODEL_PARAMS = 5_000_000
+#: evidence of a GPU that the code would also run without one: rules that cost GPU time speak at info on it
+WEAK_GPU_EVIDENCE = ("probe", "framework")
+NOTEBOOK_MACHINE_UNKNOWN = "a notebook whose kernel's machine nothing in the repository names"
 #: launchers that start one process per GPU
 GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run", "torch.distributed.launch")
 
@@ -162,9 +165,6 @@ def gpu_phrase(wl: Workload) -> str:
     return "on a GPU if there is one" if gpu_evidence(wl) in WEAK_GPU_EVIDENCE else "on GPU"
 
 
-#: evidence of a GPU that the code would also run without one: rules that cost GPU time speak at info on it
-WEAK_GPU_EVIDENCE = ("probe", "framework")
-
 
 def gpu_spend_unknown(wl: Workload) -> str | None:
     """Why GPU time the workload would waste is not known to be paid for, or None: code that also runs on
@@ -173,5 +173,5 @@ def gpu_spend_unknown(wl: Workload) -> str | None:
     if gpu_evidence(wl) in WEAK_GPU_EVIDENCE:
         return "nothing says it runs on a GPU rather than falling back to the CPU"
     if wl.entrypoint.endswith(".ipynb") and compute_of(wl) is None and not wl.launchers:
-        return "a notebook whose kernel's machine nothing in the repository names"
+        return NOTEBOOK_MACHINE_UNKNOWN
     return None

@@ -11,8 +11,8 @@ from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import (benchmark_of, compute_of, compute_related, gpu_phrase, gpu_spend_unknown, toy_workload,
-                             training_fact, trains_on_gpu)
+from gpulint.rulekit import (NOTEBOOK_MACHINE_UNKNOWN, benchmark_of, compute_of, compute_related, gpu_phrase,
+                             gpu_spend_unknown, toy_workload, training_fact, trains_on_gpu)
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
@@ -280,7 +280,8 @@ Trainer(model=model, args=args).train()
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
             + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
             + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
-            + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else ""),
+            + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else "")
+            + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if gpu_spend_unknown(wl) == NOTEBOOK_MACHINE_UNKNOWN else ""),
             # code that would train on the CPU as well, or a notebook on a machine nobody names: advice
             severity=Severity.INFO if toy or deliberate or bench or gpu_spend_unknown(wl) else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
