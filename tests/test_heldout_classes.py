@@ -596,3 +596,12 @@ def test_a_model_named_by_an_argparse_default_is_sized_by_what_the_launcher_pass
     assert _model(scan_files(launched))["name"] == "meta-llama/Llama-2-7b-hf"
     other = dict(launched, **{"run.sh": "torchrun --nproc_per_node 8 train.py --model_name gpt2\n"})
     assert _model(scan_files(other))["name"] == "gpt2"
+
+
+def test_the_finding_cites_a_decode_in_the_sample_path_before_a_transform():
+    data = ("import torch\nfrom PIL import Image\nfrom torchvision import transforms\n\n\nclass Images(torch.utils.data.Dataset):\n"
+            "    def __init__(self, paths):\n        self.crop = transforms.RandomCrop(512)\n        self.paths = paths\n\n"
+            "    def __getitem__(self, i):\n        return self.crop(Image.open(self.paths[i]))\n")
+    train = "import torch\nfrom data import Images\nloader = torch.utils.data.DataLoader(Images(p), batch_size=8, pin_memory=True)\n" + TRAIN_LOOP
+    (f,) = _io001({"train.py": train, "data.py": data})
+    assert "PIL.Image.open at data.py:12" in f.message

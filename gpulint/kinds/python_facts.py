@@ -947,7 +947,8 @@ def _media(f: _Facts) -> None:
     # crops): its random transforms never run per sample
     classes = [_indexes_memory(node) for node, _ in _getitem_classes(f.ix)]
     augments_per_sample = not classes or not all(classes)
-    for c in f.ix.calls:
+    # the strongest evidence first: a decode inside the sample path, then folder datasets, then random transforms
+    for c in sorted(f.ix.calls, key=lambda c: _AUGMENT.match(c.qualname or "") is not None):
         q = c.qualname or ""
         augment = _AUGMENT.match(q) is not None and augments_per_sample
         if not (q in MEDIA_DECODERS or augment):
