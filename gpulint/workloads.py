@@ -449,6 +449,8 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             entries.setdefault(path, [])
             runs_training[path] = why
     for u in uses:
+        if (u.fact.attrs or {}).get("fetched"):
+            continue  # the launcher downloads or clones the script it runs: not the repository's file of that name
         script = _resolve_script(u.fact.value.get("script"), u.path, repo, u.fact.value.get("module"))
         if script and not scope.outside(script) and not scope.outside(u.path):
             entries.setdefault(script, []).append(u)

@@ -605,3 +605,20 @@ def test_the_finding_cites_a_decode_in_the_sample_path_before_a_transform():
     train = "import torch\nfrom data import Images\nloader = torch.utils.data.DataLoader(Images(p), batch_size=8, pin_memory=True)\n" + TRAIN_LOOP
     (f,) = _io001({"train.py": train, "data.py": data})
     assert "PIL.Image.open at data.py:12" in f.message
+
+
+@pytest.mark.parametrize("fetch, run", [
+    ("wget https://raw.githubusercontent.com/pytorch/examples/main/imagenet/main.py -O /workspace/imagenet.py",
+     "python -m torch.distributed.run /workspace/imagenet.py --arch resnet18"),
+    ("git clone https://github.com/example/resnet-ddp.git", "cd resnet-ddp && torchrun --nproc_per_node 8 imagenet.py"),
+])
+def test_a_script_the_launcher_downloads_is_not_the_repositorys_file_of_that_name(fetch, run):
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: train\nspec:\n  containers:\n  - name: t\n    image: pytorch/pytorch\n"
+           f"    command: [sh, -c]\n    args: [\"{fetch}; {run}\"]\n    resources:\n      limits:\n        nvidia.com/gpu: 8\n")
+    local = "import torch\nmodel = Net().cuda()\n" + LOOP
+    result = scan_files({"k8s/pod.yaml": pod, "mpijob/imagenet.py": local})
+    (w,) = [w for w in result.workloads if w["entrypoint"] == "mpijob/imagenet.py"]
+    assert not w["launchers"]
+    plain = pod.replace(f"{fetch}; ", "")
+    (w,) = [w for w in scan_files({"k8s/pod.yaml": plain, "imagenet.py": local}).workloads if w["entrypoint"] == "imagenet.py"]
+    assert w["launchers"]  # control: the same launch of the repository's own file links

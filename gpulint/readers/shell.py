@@ -9,6 +9,7 @@ ever executed; what cannot be decided statically is None.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 
@@ -636,6 +637,10 @@ class ShellScanner:
         self.launches = 0
         self.env_names = env_names
         self.found: list = []  # every Launch, in order (for `bash -c` strings scanned inside a command)
+        # files and folders the script downloads (wget -O x.py, curl -o x.py, git clone URL dir), and whether it
+        # has cd'ed into one: a script run from there is not the repository's file of the same name
+        self.fetched: set[str] = set()
+        self.in_fetched = False
 
     # -- public
     def feed(self, text: str, line: int = 1, column: int = 1, indent: int = 0) -> list[Fact]:
@@ -772,6 +777,8 @@ class ShellScanner:
         for t in toks:
             if t.kind == "word":
                 words.extend(_expand(t, self.vars))
+        if self._fetches(words):
+            return
         launch = parse_words(words, self.vars)
         if launch is None:
             return
@@ -785,6 +792,32 @@ class ShellScanner:
             for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
                 self._assign(a, exported=True, target=target, persist=False)
             self._emit_launch(one, target)
+
+    def _fetches(self, words: list) -> bool:
+        """Record what a download or clone writes (and a cd into it); True when the statement is one."""
+        if not words:
+            return False
+        head = posixpath.basename(words[0].text)
+        args = [w.text for w in words[1:]]
+        out = None
+        if head == "wget":
+            out = next((a.split("=", 1)[1] for a in args if a.startswith("--output-document=")), None) or \
+                next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "-O"), None) or \
+                next((posixpath.basename(a) for a in args if a.startswith(("http://", "https://"))), None)
+        elif head == "curl":
+            out = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-o", "--output")), None)
+        elif head == "git" and args[:1] == ["clone"]:
+            rest = [a for a in args[1:] if not a.startswith("-")]
+            if rest:
+                out = rest[1] if len(rest) > 1 else posixpath.basename(rest[0]).removesuffix(".git")
+        elif head == "cd" and args:
+            target = _strip_dot(args[0])
+            self.in_fetched = any(target == f or target.startswith(f + "/") for f in self.fetched)
+            return True
+        if out is None:
+            return False
+        self.fetched.add(_strip_dot(out))
+        return True
 
     def _assign_defaults(self, toks: list[_Tok]) -> None:
         """`: "${TRAIN_SCRIPT:=../src/train.py}"` assigns the default when the script had not set it."""
@@ -849,6 +882,10 @@ class ShellScanner:
         v = launch.value
         flags = {k: [w.line, w.column] for k, w in launch.flags.items()}
         attrs = {"flags": flags, **launch_provenance(launch)}
+        script = _strip_dot(v.get("script") if isinstance(v.get("script"), str) else "")
+        if script and (self.in_fetched and not script.startswith("/") or
+                       any(script == f or script.startswith(f + "/") for f in self.fetched)):
+            attrs["fetched"] = True  # downloaded or cloned at run time: not the repository's file of that name
         self.facts.append(Fact("launch", v, self._loc(launch.head), key=v["tool"], target=target, attrs=attrs))
         for name, value, w in launch.env:
             if self.env_names.match(name):
@@ -863,6 +900,10 @@ class ShellScanner:
             dtype = mp if mp in ("no", "fp16", "bf16", "fp8") else None
             self.facts.append(Fact("precision", {"mechanism": "launcher", "dtype": dtype, "enabled": mp != "no"},
                                    self._loc(fw), key=flag or "--mixed_precision", target=target))
+
+
+def _strip_dot(path: str) -> str:
+    return path[2:] if path.startswith("./") else path.rstrip("/")
 
 
 def launch_provenance(launch) -> dict:
