@@ -451,7 +451,12 @@ class Scanner:
         buf = req.buffers.get(str(cand.abs))
         if buf is not None:
             return buf, ""
-        too_big = f"larger than max-file-size-kb ({max_bytes // 1024:,} KB); not read"
+        if cand.kind == "notebook":
+            # a notebook's bytes are mostly its outputs (embedded images): the limit applies to its code cells once
+            # parsed (gpulint.kinds.parsers), the raw file may be a few times larger
+            max_bytes *= NOTEBOOK_OUTPUT_ALLOWANCE
+        too_big = f"larger than max-file-size-kb ({max_bytes // 1024:,} KB); not read" if cand.kind != "notebook" else \
+            f"larger than {NOTEBOOK_OUTPUT_ALLOWANCE} x max-file-size-kb ({max_bytes // 1024:,} KB) with its outputs; not read"
         try:
             if cand.abs.stat().st_size > max_bytes:
                 return None, too_big
@@ -609,6 +614,8 @@ def _rel(p: Path, root: Path) -> str:
 
 
 _GATED = "no ML framework mentioned"
+#: how much larger than max-file-size-kb a notebook file may be, outputs included (its code cells must fit the limit)
+NOTEBOOK_OUTPUT_ALLOWANCE = 8
 
 
 def _thin_entries(code: list, results: dict, read) -> list:

@@ -622,3 +622,18 @@ def test_a_script_the_launcher_downloads_is_not_the_repositorys_file_of_that_nam
     plain = pod.replace(f"{fetch}; ", "")
     (w,) = [w for w in scan_files({"k8s/pod.yaml": plain, "imagenet.py": local}).workloads if w["entrypoint"] == "imagenet.py"]
     assert w["launchers"]  # control: the same launch of the repository's own file links
+
+
+def test_a_notebook_is_measured_by_its_code_cells_not_its_outputs():
+    import json as _json
+    image = "iVBORw0KGgo" * 30_000  # ~330 KB of base64 output
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "import torch\nmodel = Net().to('cuda')",
+              "outputs": [{"output_type": "display_data", "data": {"image/png": image}, "metadata": {}}]},
+             {"cell_type": "code", "metadata": {}, "execution_count": 2, "outputs": [],
+              "source": "for x in loader:\n    model(x.to('cuda')).sum().backward()\n    opt.step()"}]
+    nb = _json.dumps({"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python"}}, "nbformat": 4, "nbformat_minor": 5})
+    result = scan_files({"train.ipynb": nb}, config_text="max-file-size-kb = 100\n")
+    assert not [f for f in result.findings if f.code == "SYS001"] and [f for f in result.findings if f.code == "AMP001"]
+    big_code = nb.replace("import torch", "import torch\\n" + "x = 1\\n" * 20_000)
+    (f,) = [f for f in scan_files({"train.ipynb": big_code}, config_text="max-file-size-kb = 100\n").findings if f.code == "SYS001"]
+    assert "code cells larger than max-file-size-kb" in f.message

@@ -7,6 +7,7 @@ import re
 import sys
 
 from gpulint.ipython import python_lines, shell_commands
+from gpulint import limits
 from gpulint.limits import LimitExceeded, python_syntax
 from gpulint.templates import has_template
 from gpulint.sources import NewerSyntax, ParseError, PythonSource, Source
@@ -134,6 +135,9 @@ def parse_notebook(text: str, path: str) -> Source:
         parts.append("\n".join(body))
         line += len(body)
     module = "\n".join(parts) + "\n"
+    budget = limits.current().max_file_size_kb * 1024
+    if len(module.encode("utf-8", "surrogatepass")) > budget:
+        raise LimitExceeded(f"notebook code cells larger than max-file-size-kb ({budget // 1024:,} KB); not read")
     source = PythonSource(path, "notebook", module, cells=mapping, shell=shell)
     meta = nb.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("instance_type"), str):
