@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulint.cost import avoidable
+from gpulint.cost import avoidable, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.memory import GiB, Estimate, TrainingSetup, estimate_inference, estimate_training
 from gpulint.model import CostImpact, Fact, Location, Related, Severity
@@ -23,7 +23,7 @@ from gpulint.memfit import (
     processes_per_node, profile, shape_of, uses_multi_gpu,
 )
 from gpulint.resolution import ResolvedCompute
-from gpulint.rulekit import compute_of, compute_related, on_gpu, trains_on_gpu
+from gpulint.rulekit import compute_of, compute_related, on_gpu, toy_workload, trains_on_gpu
 
 def _regime_words(p: Profile, s: TrainingSetup) -> str:
     if p.quant_bits and p.lora:
@@ -330,6 +330,9 @@ class OversizedInstance(Rule):
 
         Measure a few hundred steps on both before switching a long run: small models rarely keep
         big GPUs busy, so the gain is often larger, but the peak figures are not a measurement.
+        A tutorial-sized workload (a benchmark dataset, a model under 5M parameters) is reported at
+        info without a figure: its step keeps neither GPU busy, and the big instance may be the point
+        of the demo.
     Cost model:
         Both prices are catalogue list prices (region, date and source in the basis). Assuming equal
         utilisation of the two instances' peak dense 16-bit throughput, the same work costs
@@ -459,16 +462,28 @@ for batch in loader:
                  f"{inst.gpu_count * tf(g_new) / 1000:.2f} PF (${cand.usd_per_pflop_hour:.1f}/PF-h){undecided}; assuming equal utilisation of peak on both "
                  f"(a small model rarely keeps a big GPU busy, so the real gain is usually larger), the same work costs "
                  f"{fit.ratio:.0%} as much, so about {1 - fit.ratio:.0%} of each hour (${saving:.2f}/h) is avoidable.")
+        toy = toy_workload(wl)
+        head = (f"{p.name} ({p.params / 1e6:,.0f}M params) fits {inst.name} ({inst.gpu_count}x {inst.gpu_model}, "
+                f"${cand.usd_per_hour:.2f}/h {fit.capacity}) instead of {cur.name} ({cur.gpu_count}x {cur.gpu_model}, "
+                f"${cur_price:.2f}/h{' per node' if nodes > 1 else ''})")
+        if toy:
+            # a tutorial-sized step keeps neither GPU busy: the equal-utilisation comparison has nothing to stand on
+            message = f"{head} (tutorial-sized: {toy}; a demo of the bigger instance may be deliberate)"
+            cost = unpriced(f"No hourly figure: the comparison assumes both instances run at equal utilisation of peak throughput, "
+                            f"which a tutorial-sized step ({toy}) reaches on neither; the cheaper instance lists "
+                            f"${cur_price - cand.usd_per_hour:.2f}/h less per node.")
+        else:
+            message = (f"{head}: the same work costs about ${saving:.2f}/h less at equal utilisation "
+                       f"(${cand.usd_per_pflop_hour:.1f} vs ${fit.current_usd_per_pflop_hour:.1f} per PF-hour of peak {math} throughput)")
+            cost = CostImpact(saving, basis, mem002_confidence(p, cur, inst, cat, multi))
         yield self.finding(
             _instance_loc(wl) or trains.loc,
-            f"{p.name} ({p.params / 1e6:,.0f}M params) fits {inst.name} ({inst.gpu_count}x {inst.gpu_model}, "
-            f"${cand.usd_per_hour:.2f}/h {fit.capacity}) instead of {cur.name} ({cur.gpu_count}x {cur.gpu_model}, "
-            f"${cur_price:.2f}/h{' per node' if nodes > 1 else ''}): the same work costs about ${saving:.2f}/h less at equal "
-            f"utilisation (${cand.usd_per_pflop_hour:.1f} vs ${fit.current_usd_per_pflop_hour:.1f} per PF-hour of peak {math} throughput)",
+            message,
+            severity=Severity.INFO if toy else None,
             symbol=f"{wl.entrypoint}:{cur.name}",
             related=compute_related(wl) + ([Related(p.model_fact.loc, f"model: {p.name}")] if p.model_fact else []),
             guidance=_mem002_guidance(wl, inst, cand.estimate, multi),
-            cost=CostImpact(saving, basis, mem002_confidence(p, cur, inst, cat, multi)),
+            cost=cost,
             workload=wl.name,
         )
 

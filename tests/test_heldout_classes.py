@@ -637,3 +637,21 @@ def test_a_notebook_is_measured_by_its_code_cells_not_its_outputs():
     big_code = nb.replace("import torch", "import torch\\n" + "x = 1\\n" * 20_000)
     (f,) = [f for f in scan_files({"train.ipynb": big_code}, config_text="max-file-size-kb = 100\n").findings if f.code == "SYS001"]
     assert "code cells larger than max-file-size-kb" in f.message
+
+
+def test_an_mxnet_gluon_loop_is_not_judged_as_pytorch():
+    loop = ("import mxnet as mx\nfrom mxnet import gluon\nctx = mx.gpu()\ntrainer = gluon.Trainer(net.collect_params(), 'sgd')\n"
+            "for user, item, label in train_iter:\n    with mx.autograd.record():\n        loss = loss_fn(net(user, item), label)\n"
+            "    loss.backward()\n    trainer.step(64)\n")
+    assert codes({"train.py": loop, "infra/main.tf": P4D}, "AMP") == []
+    torch_loop = "import torch\nmodel = Net().cuda()\n" + LOOP
+    assert codes({"train.py": torch_loop, "infra/main.tf": P4D}, "AMP001") == ["AMP001"]
+
+
+def test_a_tutorial_sized_model_on_a_big_instance_is_advice_without_the_utilisation_figure():
+    launch = ("from sagemaker.pytorch import PyTorch\n"
+              "PyTorch(entry_point='train.py', instance_type='ml.p3.16xlarge', instance_count=1, role=role).fit()\n")
+    result = scan_files({"train.py": MNIST_NET.replace("opt = torch.optim.Adam", "opt = torch.optim.SGD"), "launch.py": launch})
+    found = [f for f in result.findings if f.code == "MEM002"]
+    for f in found:
+        assert f.severity.value == "info" and f.cost_impact.usd_per_hour is None and "tutorial-sized" in f.message

@@ -303,11 +303,18 @@ _NOT_LOCAL = ("torch", "transformers", "accelerate", "lightning", "pytorch_light
               "argparse", "logging", "random", "functools", "itertools", "collections", "typing", "pathlib")
 
 
+_OTHER_FRAMEWORKS = ("mxnet", "paddle", "chainer", "mindspore", "oneflow", "megengine", "cupy")
+
+
 def _training(f: _Facts) -> None:
     ix = f.ix
     backward = [c for c in ix.method_calls("backward")]
     steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
-    if backward and steps:
+    # loss.backward() + trainer.step() is also MXNet Gluon's, Paddle's, Chainer's loop: frameworks whose mixed
+    # precision, loaders and launchers gpulint does not read; their loops are not judged as PyTorch's
+    other = ix.imports_any(*_OTHER_FRAMEWORKS) and not ix.imports_any("torch", "lightning", "pytorch_lightning", "accelerate",
+                                                                       "deepspeed", "transformers")
+    if backward and steps and not other:
         f.add("trains", {"via": "loop"}, backward[0].node, "backward", **_owner(ix, backward[0]))
         _benchmark(f, backward[0])
     for c in ix.calls:
