@@ -313,7 +313,8 @@ class Scanner:
         wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue), workloads=workloads,
                                ambiguities=linked.ambiguities)
         wctx.computes = resolve_scan(workloads, linked.computes, repo, wctx.catalogue, self.config)
-        findings: list[Finding] = _sys001_severity([f for r in results.values() for f in r.findings], workloads)
+        findings: list[Finding] = _sys001_severity(_without_chart_templates([f for r in results.values() for f in r.findings], results),
+                                                   workloads)
         for rule in rules:
             if type(rule).check_workload is Rule.check_workload:
                 continue
@@ -557,6 +558,25 @@ def fed_files(workloads: list[Workload]) -> set[str]:
                 out.add(c.path)
                 out.update(j.path for j in getattr(c, "joined", ()))
     return out
+
+
+def _without_chart_templates(findings: list[Finding], results: dict) -> list[Finding]:
+    """A Helm chart's templates/ are Go templates rendered by helm, not YAML gpulint can read: a file there that
+    does not parse even with placeholders is skipped in silence (it holds no fact of its own either way)."""
+    charts = {posixpath.dirname(p) for p in results if posixpath.basename(p) == "Chart.yaml"}
+    if not charts:
+        return findings
+
+    def in_chart_templates(path: str) -> bool:
+        d = posixpath.dirname(path)
+        while d:
+            parent, name = posixpath.split(d)
+            if name == "templates" and parent in charts:
+                return True
+            d = parent
+        return False
+
+    return [f for f in findings if not (f.code == "SYS001" and in_chart_templates(f.loc.path))]
 
 
 def _sys001_severity(findings: list[Finding], workloads: list[Workload]) -> list[Finding]:

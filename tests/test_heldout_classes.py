@@ -655,3 +655,10 @@ def test_a_tutorial_sized_model_on_a_big_instance_is_advice_without_the_utilisat
     found = [f for f in result.findings if f.code == "MEM002"]
     for f in found:
         assert f.severity.value == "info" and f.cost_impact.usd_per_hour is None and "tutorial-sized" in f.message
+
+
+def test_a_helm_charts_templates_that_do_not_parse_are_skipped_in_silence():
+    broken = "{{- range .Values.pools }}\napiVersion: v1\nkind: ConfigMap\n  bad: indent\n{{- end }}\n"
+    chart = {"charts/app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\n", "charts/app/templates/cm.yaml": broken}
+    assert codes(chart, "SYS001") == []
+    assert codes({"k8s/cm.yaml": broken}, "SYS001") == ["SYS001"]  # the same text outside a chart is reported
