@@ -152,7 +152,7 @@ register("decodes_media", "code", _obj(("via",), via=STR),
          "The file decodes images, audio or video per sample (PIL Image.open, cv2.imread, torchvision.io, torchaudio.load, "
          "ImageFolder, random-augmentation transforms ...) where samples are produced (a Dataset's __getitem__, what it calls, a "
          "transform hook or collate_fn): host work a DataLoader's worker processes take off the GPU's path.")
-register("benchmark", "code", _obj(("via",), via=STR),
+register("benchmark", "code", _obj(("via",), via=STR, synthetic=BOOL),
          "The training step is measured, not trained toward a model: the file is named a benchmark, or the step's function "
          "times it (a clock and torch.cuda.synchronize or CUDA events beside the backward).")
 register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL),

@@ -131,8 +131,11 @@ _TOY_FILE = re.compile(r"(^|[^a-z])(fashion_?mnist|mnist|cifar-?100|cifar-?10|sv
 
 
 def benchmark_of(wl: Workload) -> Fact | None:
-    """The fact that says the workload measures its training step (a benchmark) rather than trains a model."""
-    found = wl.code_facts("benchmark")
+    """The fact that says the workload measures its training step (a benchmark) rather than trains a model.
+    Random inputs make a demo only where no file of the workload reads data (a loader in a module the
+    training script imports is real data)."""
+    reads_data = bool(wl.code_facts("dataloader") or wl.code_facts("dataset"))
+    found = [f for f in wl.code_facts("benchmark") if not (f.value.get("synthetic") and reads_data)]
     return found[0] if found else None
 
 

@@ -662,3 +662,20 @@ def test_a_helm_charts_templates_that_do_not_parse_are_skipped_in_silence():
     chart = {"charts/app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\n", "charts/app/templates/cm.yaml": broken}
     assert codes(chart, "SYS001") == []
     assert codes({"k8s/cm.yaml": broken}, "SYS001") == ["SYS001"]  # the same text outside a chart is reported
+
+
+def test_random_inputs_are_no_demo_when_another_file_of_the_workload_loads_data():
+    data = "import torch\nfrom torch.utils.data import DataLoader\n\n\ndef make_loader(ds):\n    return DataLoader(ds, num_workers=4, pin_memory=True)\n"
+    train = ("import torch\nfrom data import make_loader\nmodel = Net().cuda()\nloader = make_loader(ds)\n"
+             "for x in loader:\n    noise = torch.randn(8, 4, 64, 64, device='cuda')\n    model(x.cuda() + noise).sum().backward()\n    opt.step()\n")
+    (f,) = [f for f in scan_files({"train.py": train, "data.py": data, "infra/main.tf": P4D}).findings if f.code == "AMP001"]
+    assert f.severity.value == "warning" and "demo" not in f.message
+
+
+def test_random_batches_from_a_generator_the_step_calls_make_a_demo():
+    demo = ("import torch\n\n\nclass Trainer:\n    def get_next_batch(self):\n        for _ in range(6):\n"
+            "            yield torch.randn(32, 3, 128, 128).cuda(), torch.zeros(32).long().cuda()\n\n"
+            "    def train(self):\n        m = Net().cuda()\n        for inputs, labels in self.get_next_batch():\n"
+            "            loss_fn(m(inputs), labels).backward()\n            opt.step()\n\n\nif __name__ == '__main__':\n    Trainer().train()\n")
+    (f,) = [f for f in scan_files({"ps.py": demo, "infra/main.tf": P4D}).findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "synthetic inputs" in f.message

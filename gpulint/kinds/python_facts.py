@@ -244,7 +244,8 @@ def _runs_as_script(ix: PyIndex) -> bool:
 #: entry points named for measuring speed, not for producing a model
 _BENCH_FILE = re.compile(r"(^|[_\-.])(bench|benchmark|benchmarks|benchmarking|throughput|speedtest|speed_test)([_\-.]|$)")
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "timeit.default_timer"})
-_RANDOM_INPUTS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_like", "torch.rand_like"})
+#: random tensors made from nothing (randn_like is a diffusion model's noise, not its input)
+_RANDOM_INPUTS = frozenset({"torch.randn", "torch.rand", "torch.randint"})
 _DATA_SOURCES = ("torchvision.datasets.", "datasets.", "torchtext.", "tensorflow_datasets.", "webdataset.", "numpy.load",
                  "pandas.read_", "torch.load", "h5py.")
 _DATA_CALLS = frozenset({"load_dataset", "load_from_disk", "read_csv", "read_parquet", "open"})
@@ -264,12 +265,14 @@ def _benchmark(f: _Facts, backward: Call) -> None:
     if backward.scope and clocks and syncs:
         f.add("benchmark", {"via": "timed steps"}, backward.node, backward.scope)
         return
-    # the step's inputs are random tensors, and the file reads no data at all: an API demo or a throughput run
-    synthetic = next((c for c in scope if c.qualname in _RANDOM_INPUTS), None)
+    # the step's inputs are random tensors (made in its function, or in one it calls: a batch generator), and the
+    # file reads no data at all: an API demo or a throughput run
+    called = {c.attr for c in scope if c.receiver in ("", "self")} | {backward.scope}
+    synthetic = next((c for c in f.ix.calls if c.qualname in _RANDOM_INPUTS and c.scope in called), None)
     reads_data = any(c.qualname in DATALOADER or (c.qualname or "").startswith(_DATA_SOURCES) or c.attr in _DATA_CALLS
                      for c in f.ix.calls)
     if synthetic is not None and not reads_data:
-        f.add("benchmark", {"via": f"synthetic inputs ({synthetic.qualname})"}, backward.node, backward.scope)
+        f.add("benchmark", {"via": f"synthetic inputs ({synthetic.qualname})", "synthetic": True}, backward.node, backward.scope)
 
 
 def _owner(ix: PyIndex, c: Call) -> dict:
