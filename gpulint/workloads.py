@@ -216,11 +216,15 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
             return c
     # a container path such as /workspace/project/train.py: match the unique file ending like it
     tail = posixpath.basename(s)
-    matches = [p for p in repo.files_of_kind(*CODE_KINDS) if p == s or p.endswith("/" + s) or (s.count("/") >= 1 and p.endswith("/" + "/".join(s.split("/")[-2:])))]
+    last_two = "/".join(s.split("/")[-2:])
+    matches = [p for p in repo.files_of_kind(*CODE_KINDS)
+               if p == s or p.endswith("/" + s) or (s.count("/") >= 1 and (p == last_two or p.endswith("/" + last_two)))]
     if len(matches) == 1:
         return matches[0]
     same_name = [p for p in repo.files_of_kind(*CODE_KINDS) if posixpath.basename(p) == tail]
-    if len(same_name) == 1 and "/" in s:
+    # a bare file-name match only for a path relative to the launcher: an absolute container path whose folders
+    # match nothing here is a file of the image (kubeflow/...-example:latest), not the repository's namesake
+    if len(same_name) == 1 and "/" in s and not script.startswith("/"):
         return same_name[0]
     return None
 

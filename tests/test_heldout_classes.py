@@ -679,3 +679,15 @@ def test_random_batches_from_a_generator_the_step_calls_make_a_demo():
             "            loss_fn(m(inputs), labels).backward()\n            opt.step()\n\n\nif __name__ == '__main__':\n    Trainer().train()\n")
     (f,) = [f for f in scan_files({"ps.py": demo, "infra/main.tf": P4D}).findings if f.code == "AMP001"]
     assert f.severity.value == "info" and "synthetic inputs" in f.message
+
+
+def test_an_absolute_container_path_matching_only_a_file_name_is_the_images_file():
+    job = ("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: imagenet\nspec:\n  pytorchReplicaSpecs:\n    Worker:\n"
+           "      replicas: 2\n      template:\n        spec:\n          containers:\n          - name: pytorch\n"
+           "            image: kubeflow/pytorch-elastic-example-imagenet:latest\n"
+           "            command: [python, -m, torch.distributed.run, /workspace/examples/imagenet.py, --arch=resnet18]\n")
+    local = "import torch\nmodel = Net().cuda()\n" + LOOP
+    (w,) = [w for w in scan_files({"k8s/job.yaml": job, "mpijob/imagenet.py": local}).workloads if w["entrypoint"] == "mpijob/imagenet.py"]
+    assert not w["launchers"]
+    (w,) = [w for w in scan_files({"k8s/job.yaml": job, "examples/imagenet.py": local}).workloads if w["entrypoint"] == "examples/imagenet.py"]
+    assert w["launchers"]  # the folders match: the image holds this file
