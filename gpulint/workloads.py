@@ -222,11 +222,18 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
     if len(matches) == 1:
         return matches[0]
     same_name = [p for p in repo.files_of_kind(*CODE_KINDS) if posixpath.basename(p) == tail]
-    # a bare file-name match only for a path relative to the launcher: an absolute container path whose folders
-    # match nothing here is a file of the image (kubeflow/...-example:latest), not the repository's namesake
-    if len(same_name) == 1 and "/" in s and not script.startswith("/"):
+    # a bare file-name match only for a path relative to the launcher, or for a file beside the launcher (the
+    # source_dir SageMaker uploads with its script.sh): an absolute container path whose folders match nothing
+    # here is otherwise a file of the image (kubeflow/...-example:latest), not the repository's namesake
+    if len(same_name) == 1 and "/" in s and (not script.startswith("/") or _beside(same_name[0], launcher_path)):
         return same_name[0]
     return None
+
+
+def _beside(path: str, launcher_path: str) -> bool:
+    """Is `path` in the launcher's own folder or below it (a SageMaker source_dir uploaded with its script.sh)?"""
+    here = posixpath.dirname(launcher_path)
+    return not here or path.startswith(here + "/")
 
 
 _CONTAINER_PREFIXES = ("./", "/workspace/", "/app/", "/opt/ml/code/", "/opt/ml/input/config/", "/code/", "/src/")

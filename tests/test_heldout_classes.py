@@ -691,3 +691,25 @@ def test_an_absolute_container_path_matching_only_a_file_name_is_the_images_file
     assert not w["launchers"]
     (w,) = [w for w in scan_files({"k8s/job.yaml": job, "examples/imagenet.py": local}).workloads if w["entrypoint"] == "examples/imagenet.py"]
     assert w["launchers"]  # the folders match: the image holds this file
+
+
+def test_a_package_init_that_re_exports_a_trainer_is_not_read_past_the_gate():
+    """``from .train_loop import *`` in a package __init__ that names no framework: reading it would put every
+    trainer of the package (an AMPTrainer's autocast) in each workload that imports the package."""
+    amp_trainer = ("import torch\n\n\nclass AMPTrainer:\n    def run_step(self):\n        with torch.autocast('cuda'):\n"
+                   "            loss = self.model(self.data)\n        loss.backward()\n        self.opt.step()\n")
+    script = ("import torch\nfrom lib.engine import launch\n\n\ndef do_train(model, loader, opt):\n    for x in loader:\n"
+              "        model(x.cuda()).sum().backward()\n        opt.step()\n\n\nif __name__ == '__main__':\n    do_train(Net().cuda(), loader, opt)\n")
+    files = {"tools/plain_train.py": script, "lib/__init__.py": "", "lib/engine/__init__.py": "from .train_loop import *\nfrom .launch import launch\n",
+             "lib/engine/train_loop.py": amp_trainer, "lib/engine/launch.py": "def launch(fn):\n    return fn()\n", "infra/main.tf": P4D}
+    assert codes(files, "AMP001") == ["AMP001"]
+
+
+def test_a_container_path_to_a_file_beside_its_launcher_links_it():
+    """SageMaker uploads source_dir (script.sh and train.py) to a channel: /opt/ml/input/data/code/train.py is the
+    train.py beside the script.sh that runs it."""
+    sh = "#!/bin/bash\ncd /tmp\npython3 /opt/ml/input/data/code/train_lora.py --epochs 1\n"
+    local = "import torch\nmodel = Net().cuda()\n" + LOOP
+    (w,) = [w for w in scan_files({"jobs/flux/scripts/script.sh": sh, "jobs/flux/scripts/train_lora.py": local}).workloads
+            if w["entrypoint"] == "jobs/flux/scripts/train_lora.py"]
+    assert w["launchers"]
