@@ -713,3 +713,11 @@ def test_a_container_path_to_a_file_beside_its_launcher_links_it():
     (w,) = [w for w in scan_files({"jobs/flux/scripts/script.sh": sh, "jobs/flux/scripts/train_lora.py": local}).workloads
             if w["entrypoint"] == "jobs/flux/scripts/train_lora.py"]
     assert w["launchers"]
+
+
+def test_a_notebook_image_named_by_its_tag_is_a_notebook():
+    sts = ("apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: lab\nspec:\n  replicas: 1\n  template:\n    spec:\n"
+           "      containers:\n      - name: lab\n        image: tensorflow/tensorflow:latest-gpu-jupyter\n"
+           "        resources:\n          limits:\n            nvidia.com/gpu: 1\n"
+           "      nodeSelector:\n        cloud.google.com/gke-accelerator: nvidia-l4\n")
+    assert codes({"k8s/lab.yaml": sts}, "COST005") == ["COST005"]

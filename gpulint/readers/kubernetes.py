@@ -479,14 +479,16 @@ def _image_name(image: str) -> str:
 def _role(sink: FactSink, wl: _Workload, containers) -> str | None:
     if wl.role:
         return wl.role
-    words = []
+    words, images = [], []
     for _, c in containers:
         words.append(_image_name(str(c.get("image", ""))))
+        images.append(str(c.get("image", "")))
         words += [str(a) for a in as_list(c.get("command"))[:3] + as_list(c.get("args"))[:3]]
     text = " ".join(words).lower()
     if any(h in text for h in _SERVING_HINTS) or re.search(r"\bserve\b", text):
         return "serving"
-    if any(h in text for h in _NOTEBOOK_HINTS):
+    # a notebook image's variant is often its tag (tensorflow/tensorflow:latest-gpu-jupyter): tags count here
+    if any(h in (text + " " + " ".join(images).lower()) for h in _NOTEBOOK_HINTS):
         return "notebook"
     return None
 
