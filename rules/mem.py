@@ -628,8 +628,8 @@ class IdleGpus(Rule):
         config; ``deepspeed --num_gpus``; one for plain ``python``) and compares them with the GPUs per
         node of its catalogue instance (or the GPUs its Kubernetes container requests there). A single ``python``
         process counts as using every GPU when the code uses ``DataParallel``/DDP/FSDP, HF Trainer,
-        Lightning, DeepSpeed or Keras, or loads a HF model (``device_map="auto"`` may spread it),
-        and tensor/pipeline-parallel arguments keep it silent.
+        Lightning, DeepSpeed, Keras or Ray Train (its ``ScalingConfig`` starts the GPU workers), or loads a
+        HF model (``device_map="auto"`` may spread it), and tensor/pipeline-parallel arguments keep it silent.
     Why it costs money:
         Cloud GPUs are billed per instance: on an 8-GPU node, a one-process job pays for seven GPUs
         that never run a kernel.

@@ -721,3 +721,14 @@ def test_a_notebook_image_named_by_its_tag_is_a_notebook():
            "        resources:\n          limits:\n            nvidia.com/gpu: 1\n"
            "      nodeSelector:\n        cloud.google.com/gke-accelerator: nvidia-l4\n")
     assert codes({"k8s/lab.yaml": sts}, "COST005") == ["COST005"]
+
+
+def test_a_ray_train_driver_is_not_the_only_gpu_process():
+    train = ("import torch\nfrom ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer, prepare_model\n\n\n"
+             "def loop(config):\n    model = prepare_model(Net())\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n\n\n"
+             "if __name__ == '__main__':\n    TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=4, use_gpu=True)).fit()\n")
+    sky = "resources:\n  accelerators: L4:2\nnum_nodes: 2\nrun: |\n  python train.py\n"
+    assert codes({"train.py": train, "sky.yaml": sky}, "MEM004") == []
+    plain = train.replace("from ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer, prepare_model\n", "").replace(
+        "prepare_model(Net())", "Net().cuda()").replace("TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=4, use_gpu=True)).fit()", "loop({})")
+    assert codes({"train.py": plain, "sky.yaml": sky}, "MEM004") == ["MEM004"]

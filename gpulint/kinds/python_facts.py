@@ -51,6 +51,8 @@ DATAPARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torc
 FUNCTIONAL_DATAPARALLEL = {"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"}
 RPC_INIT = {"torch.distributed.rpc.init_rpc", "torch.distributed.rpc.api.init_rpc"}
 DDP = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"}
+RAY_TRAIN = {"ray.train.torch.TorchTrainer", "ray.train.ScalingConfig", "ray.air.config.ScalingConfig", "ray.air.ScalingConfig",
+             "ray.train.torch.prepare_model", "ray.train.lightning.RayDDPStrategy", "ray.train.huggingface.TransformersTrainer"}
 FSDP = {"torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
         "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard"}
 FSDP_MP = {"torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.MixedPrecisionPolicy",
@@ -1001,6 +1003,11 @@ def _distributed(f: _Facts) -> None:
         f.add("dataparallel", {"via": "functional"}, c.node, c.qualname, guards=list(c.guards), function=c.scope)
     for c in ix.calls_to(*DDP):
         f.add("ddp", {"via": "DistributedDataParallel"}, c.node, c.qualname)
+    for c in ix.calls_to(*RAY_TRAIN):
+        # Ray Train starts one worker per GPU itself (ScalingConfig(num_workers, use_gpu)) and wraps the model in DDP:
+        # the one `python` the launcher starts is its driver, not the only GPU process
+        f.add("ddp", {"via": "ray.train"}, c.node, c.qualname)
+        break
     for c in ix.calls_to(*FSDP):
         strategy = c.kwarg("sharding_strategy")
         stage = None
