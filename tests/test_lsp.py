@@ -24,7 +24,7 @@ from lsp_client import LspClient  # noqa: E402
 
 TRAIN_FP32 = """\
 import torch
-model = torch.nn.Linear(8, 8).cuda()
+model = build_model().cuda()  # a model of unknown size: a one-layer nn.Linear would be tutorial-sized (info)
 opt = torch.optim.AdamW(model.parameters())
 for x in loader:
     loss = model(x.cuda()).sum()
