@@ -30,15 +30,13 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import _tree_rss_kb, fetch  # noqa: E402  (scripts/corpus.py, next to this file)
+from corpus import fetch, run_measured  # noqa: E402  (scripts/corpus.py, next to this file)
 
 #: large ML projects at fixed versions (the sdists a run months from now downloads are these)
 CORPUS = ("accelerate==1.15.0", "peft==0.21.2", "trl==1.16.0", "lightning==2.6.6", "timm==1.0.31", "deepspeed==0.19.8")
@@ -92,25 +90,10 @@ def run_gpulint(root: Path, jobs: int | None, cache_dir: Path, no_cache: bool) -
     if no_cache:
         cmd.append("--no-cache")
     env = {**os.environ, "GPULINT_CACHE_DIR": str(cache_dir)}
-    peak = [0]
-    done = threading.Event()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root)
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
-            done.wait(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    seconds = time.perf_counter() - t0
-    done.set()
-    sampler.join()
-    row = {"seconds": seconds, "peak_mb": peak[0] / 1024, "rc": proc.returncode, "stderr": err.strip()[-500:]}
+    proc, seconds, peak_mb = run_measured(cmd, env=env, cwd=root)
+    row = {"seconds": seconds, "peak_mb": peak_mb, "rc": proc.returncode, "stderr": proc.stderr.strip()[-500:]}
     if proc.returncode == 0:
-        data = json.loads(out)
+        data = json.loads(proc.stdout)
         row["files"] = data["summary"]["files"]
         row["findings"] = sorted((f["code"], f["path"], f["line"], f["column"], f["message"]) for f in data["findings"])
     return row

@@ -25,6 +25,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 PROJECTS = ("transformers", "diffusers", "deepspeed", "accelerate", "lightning", "peft", "trl", "timm", "vllm", "torchvision",
             "datasets", "bitsandbytes")
@@ -96,14 +97,15 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
-def scan(path: Path, jobs: int) -> dict:
-    cmd = [shutil.which("gpulint") or "gpulint", "scan", str(path), "--format", "json", "--exit-zero", "--jobs", str(jobs)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run_measured(cmd: list[str], **popen: Any) -> tuple[subprocess.CompletedProcess, float, float]:
+    """Run `cmd` to the end: its result, wall seconds and the peak resident memory (MB) of its whole process
+    tree (the process and its workers, summed, sampled every 20 ms from /proc)."""
     peak = [0]
     done = threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
-    def sample():
+    def sample() -> None:
         while not done.is_set():
             peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
             done.wait(0.02)
@@ -111,10 +113,17 @@ def scan(path: Path, jobs: int) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     out, err = proc.communicate()
+    seconds = time.perf_counter() - t0
     done.set()
     sampler.join()
-    elapsed = time.perf_counter() - t0
-    row = {"rc": proc.returncode, "seconds": elapsed, "peak_mb": peak[0] / 1024, "stderr": err.strip()[-300:]}
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), seconds, peak[0] / 1024
+
+
+def scan(path: Path, jobs: int) -> dict:
+    cmd = [shutil.which("gpulint") or "gpulint", "scan", str(path), "--format", "json", "--exit-zero", "--jobs", str(jobs)]
+    proc, elapsed, peak_mb = run_measured(cmd)
+    out, err = proc.stdout, proc.stderr
+    row = {"rc": proc.returncode, "seconds": elapsed, "peak_mb": peak_mb, "stderr": err.strip()[-300:]}
     if proc.returncode == 0:
         data = json.loads(out)
         codes = collections.Counter(f["code"] for f in data["findings"])
