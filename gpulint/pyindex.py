@@ -179,6 +179,22 @@ class PyIndex:
     def assignments_to(self, resolved: str) -> list[Assign]:
         return [a for a in self.assigns if a.resolved == resolved]
 
+    def bindings(self, name: str, scope: str, use: ast.AST | None = None) -> list[Assign] | None:
+        """The assignments that may bind `name` at `use`: the scope's own, else the module's; only the one
+        that reaches the use when straight-line code decides it (``reaching``); None for a parameter of the
+        scope that no straight-line assignment rebinds before the use (``if kw is None: kw = {}``: the
+        caller decides). Without `use`, every assignment of the scope (else of the module)."""
+        assigns = [a for a in self.assigns if a.target == name and a.scope == scope] or \
+            [a for a in self.assigns if a.target == name and a.scope == ""]
+        param = name in self.params.get(scope, ())
+        if use is not None and (len(assigns) > 1 or param):
+            found = self.reaching(assigns, scope, use)
+            if found is not None:
+                return [found]
+            if param:
+                return None
+        return assigns
+
     def reaching(self, assigns: list[Assign], scope: str, use: ast.AST) -> Assign | None:
         """The one assignment of ``assigns`` that reaches ``use`` in straight-line code, else None.
 
@@ -867,18 +883,12 @@ class Evaluator:
         return text
 
     def _assigns(self, name: str, scope: str) -> list[Assign]:
-        local = [a for a in self.ix.assigns if a.target == name and a.scope == scope]
-        return local or [a for a in self.ix.assigns if a.target == name and a.scope == ""]
+        return self.ix.bindings(name, scope) or []
 
     def _name(self, name: str, scope: str, depth: int, use: ast.AST | None = None) -> Any:
-        assigns = self._assigns(name, scope)
+        assigns = self.ix.bindings(name, scope, use)
         if not assigns:
-            return UNKNOWN
-        if use is not None and (len(assigns) > 1 or name in self.ix.params.get(scope, ())):
-            reaching = self.ix.reaching(assigns, scope, use)
-            if reaching is None and name in self.ix.params.get(scope, ()):
-                return UNKNOWN  # a parameter, perhaps rebound on one path (``if kw is None: kw = {}``): its caller decides
-            assigns = [reaching] if reaching is not None else assigns
+            return UNKNOWN  # unbound here, or a parameter its caller decides
         values = [self.value(a.value, a.scope, depth + 1) if a.value is not UNKNOWN_EXPR else UNKNOWN for a in assigns]
         first = values[0]
         if first is UNKNOWN or any(v is UNKNOWN for v in values):

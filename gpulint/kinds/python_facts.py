@@ -159,15 +159,9 @@ def _dict_literal(node: ast.expr, ix: PyIndex, scope: str, depth: int = 0) -> di
     if depth > 3:
         return None
     if isinstance(node, ast.Name):
-        assigns = [a for a in ix.assigns if a.target == node.id and a.scope == scope] or \
-                  [a for a in ix.assigns if a.target == node.id and a.scope == ""]
-        param = node.id in ix.params.get(scope, ())
-        if len(assigns) > 1 or param:  # rebound (a notebook's cells): the binding that reaches this use, if one does
-            reaching = ix.reaching(assigns, scope, node)
-            if reaching is None and param:
-                return None  # a parameter (``if kwargs is None: kwargs = {}``): what the caller passes
-            assigns = [reaching] if reaching is not None else assigns
-        if len(assigns) != 1 or not isinstance(assigns[0].value, ast.expr):
+        # rebound (a notebook's cells): the binding that reaches this use; a parameter: what the caller passes
+        assigns = ix.bindings(node.id, scope, node)
+        if not assigns or len(assigns) != 1 or not isinstance(assigns[0].value, ast.expr):
             return None
         if (node.id, assigns[0].scope) in ix.mutated or (node.id, scope) in ix.mutated:
             return None  # changed after it was built (hp["bf16"] = 1, hp.update(...)): its keys are not the literal's
