@@ -112,6 +112,7 @@ class _Facts:
         self.ix = ix
         self.ev = Evaluator(ix)
         self.out: list[Fact] = []
+        self.getitem_classes: list[tuple[ast.ClassDef, bool]] | None = None  # see _getitem_classes
 
     def add(self, kind: str, value: Any, node: ast.AST, key: str = "", **attrs: Any) -> None:
         self.out.append(Fact(kind, value, self.src.node_loc(node), key, "", attrs))
@@ -830,26 +831,25 @@ def _in_memory_dataset(f: _Facts, c: Call) -> bool | str:
     return f"class:{last}" if last[:1].isupper() else False
 
 
-def _getitem_classes(ix: PyIndex) -> list[tuple[ast.FunctionDef, ast.ClassDef]]:
-    """(``__getitem__``, class) of each class of the file that has one."""
-    out = []
-    for node, _ in ix.classes.values():
-        get = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"), None)
-        if get is not None:
-            out.append((get, node))
-    return out
-
-
-def _indexes_memory(getitem: ast.FunctionDef) -> bool:
-    """Does a ``__getitem__`` only index what the object holds (``return self.x[i], self.y[i]``)?"""
-    return all(_indexing_call(n) for n in ast.walk(getitem) if isinstance(n, ast.Call))
+def _getitem_classes(f: _Facts) -> list[tuple[ast.ClassDef, bool]]:
+    """(class, whether its ``__getitem__`` only indexes what the object holds: ``return self.x[i], self.y[i]``)
+    for each class of the file that has a ``__getitem__``; worked out once per file (media and dataset facts
+    both ask)."""
+    if f.getitem_classes is None:
+        out = []
+        for node, _ in f.ix.classes.values():
+            get = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"), None)
+            if get is not None:
+                out.append((node, all(_indexing_call(n) for n in ast.walk(get) if isinstance(n, ast.Call))))
+        f.getitem_classes = out
+    return f.getitem_classes
 
 
 def _dataset_classes(f: _Facts) -> None:
     """Dataset classes whose ``__getitem__`` only indexes what ``__init__`` holds (``return self.x[i],
     self.y[i]``): a TensorDataset in all but name."""
-    for get, node in _getitem_classes(f.ix):
-        f.add("dataset_class", {"name": node.name, "in_memory": _indexes_memory(get)}, node, node.name)
+    for node, in_memory in _getitem_classes(f):
+        f.add("dataset_class", {"name": node.name, "in_memory": in_memory}, node, node.name)
 
 
 #: calls a __getitem__ may make and still only index memory (conversions, no I/O, no transforms)
@@ -951,7 +951,7 @@ def _media(f: _Facts) -> None:
     per_sample = None
     # a Dataset that augments once in __init__ and only indexes tensors in __getitem__ (DreamBooth's precomputed
     # crops): its random transforms never run per sample
-    classes = [_indexes_memory(node) for node, _ in _getitem_classes(f.ix)]
+    classes = [in_memory for _, in_memory in _getitem_classes(f)]
     augments_per_sample = not classes or not all(classes)
     # the strongest evidence first: a decode inside the sample path, then folder datasets, then random transforms
     for c in sorted(f.ix.calls, key=lambda c: _AUGMENT.match(c.qualname or "") is not None):
