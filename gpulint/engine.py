@@ -266,22 +266,8 @@ class Scanner:
                 if f.kind == "launch" and isinstance(f.value, dict) and isinstance(f.value.get("script"), str):
                     launched.add(posixpath.basename(f.value["script"]))
 
-        # two phases: what launchers name must be known before the text gate judges code files; then a third for
-        # thin entry scripts the gate skipped that import a repository module which trains
-        infra = [c for c in order if c.kind not in CODE_KINDS]
-        code = [c for c in order if c.kind in CODE_KINDS]
-        forced: set[str] = set()
-        phases = [infra, code]
-        for n_phase in range(3):
-            if n_phase == 2:
-                thin = _thin_entries(code, results, lambda c: self._read(c, req, root, max_bytes)[0])
-                if not thin:
-                    break
-                forced = {c.rel for c in thin}
-                phases.append(thin)
-            phase = phases[n_phase]
-
-            def jobs(phase=phase) -> Iterator[tuple[str, bytes | str, str, bool]]:
+        def analyse(phase: list, forced: frozenset = frozenset()) -> None:
+            def jobs() -> Iterator[tuple[str, bytes | str, str, bool]]:
                 # read one file at a time, as workers take them: the scan never holds every file's bytes
                 for cand in phase:
                     data, problem = self._read(cand, req, root, max_bytes)
@@ -302,6 +288,15 @@ class Scanner:
                 take(res)
                 if cache is not None and res.path in digests and not res.errors and not res.transient:
                     cache.put(res.path, digests[res.path], res)
+
+        # two phases: what launchers name must be known before the text gate judges code files
+        code = [c for c in order if c.kind in CODE_KINDS]
+        analyse([c for c in order if c.kind not in CODE_KINDS])
+        analyse(code)
+        # then the thin entry scripts the gate skipped that import a repository module which trains
+        thin = _thin_entries(code, results, lambda c: self._read(c, req, root, max_bytes)[0])
+        if thin:
+            analyse(thin, frozenset(c.rel for c in thin))
         errors += [e for r in results.values() for e in r.errors]
         if cache is not None:
             cache.save()

@@ -496,8 +496,7 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
     for wl in workloads.values():
         if wl.entrypoint in runs_training:
             wl.reasons.append(runs_training[wl.entrypoint])
-    # a notebook whose metadata names its kernel's instance (SageMaker Studio) trains on that instance
-    for wl in workloads.values():
+        # a notebook whose metadata names its kernel's instance (SageMaker Studio) trains on that instance
         kernel = computes.get(f"{wl.entrypoint}#kernel")
         if wl.compute is None and kernel is not None and repo.kinds.get(wl.entrypoint) == "notebook":
             wl.compute = kernel
