@@ -25,7 +25,7 @@ from gpulint.model import Fact, Related
 from gpulint.resolution import CPU, GPU
 from gpulint.workloads import Workload
 
-__all__ = ["GPU_LAUNCHERS", "WEAK_GPU_EVIDENCE", "benchmark_of", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase",
+__all__ = ["GPU_LAUNCHERS", "OFF_GPU_HOST", "WEAK_GPU_EVIDENCE", "benchmark_of", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase",
            "gpu_spend_unknown", "multi_gpu", "on_gpu", "toy_workload", "training_fact", "trains_on_gpu"]
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
@@ -33,6 +33,9 @@ TOY_MODEL_PARAMS = 20_000_000
 #: below this a model is tutorial-sized on any data (an MNIST MLP has 0.1-1.6M, LeNet 60k): ResNet-18 (11.7M) and
 #: larger convolution nets on ImageNet-sized images do gain from Tensor Cores, so the bar stays well under them
 SMALL_MODEL_PARAMS = 5_000_000
+#: branches of the code (pyindex guards) that never run on a cloud GPU host: dead code, the CPU side of a CUDA
+#: check, a Windows/macOS branch
+OFF_GPU_HOST = frozenset({"dead", "cpu", "other_os"})
 #: evidence of a GPU that the code would also run without one: rules that cost GPU time speak at info on it
 WEAK_GPU_EVIDENCE = ("probe", "framework")
 NOTEBOOK_MACHINE_UNKNOWN = "a notebook whose kernel's machine nothing in the repository names"

@@ -273,17 +273,18 @@ Trainer(model=model, args=args).train()
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
         toy = toy_workload(wl)
         # a config file named as the fp32 variant (ds_config_fp32.json beside its fp16 twin) is a choice, not an oversight
-        deliberate = explicit and _FP32_NAMED.search(at.loc.path.rsplit("/", 1)[-1].lower()) is not None
+        deliberate = bool(explicit) and _FP32_NAMED.search(at.loc.path.rsplit("/", 1)[-1].lower()) is not None
         bench = benchmark_of(wl)
+        spend_unknown = gpu_spend_unknown(wl)
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
             + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
             + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
             + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else "")
-            + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if gpu_spend_unknown(wl) == NOTEBOOK_MACHINE_UNKNOWN else ""),
+            + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if spend_unknown == NOTEBOOK_MACHINE_UNKNOWN else ""),
             # code that would train on the CPU as well, or a notebook on a machine nobody names: advice
-            severity=Severity.INFO if toy or deliberate or bench or gpu_spend_unknown(wl) else None,
+            severity=Severity.INFO if toy or deliberate or bench or spend_unknown else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),

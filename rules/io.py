@@ -9,7 +9,7 @@ from gpulint.precision import resolve_cli
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import gpu_spend_unknown, trains_on_gpu
+from gpulint.rulekit import OFF_GPU_HOST, gpu_spend_unknown, trains_on_gpu
 
 
 #: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
@@ -27,7 +27,7 @@ def _loaders(wl: Workload):
     CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
         attrs = f.attrs or {}
-        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & {"dead", "cpu", "other_os"}:
+        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & OFF_GPU_HOST:
             continue
         if attrs.get("in_memory") is True or attrs.get("pretokenized") or _in_memory_class(wl, attrs.get("in_memory")):
             continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do

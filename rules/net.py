@@ -8,7 +8,7 @@ from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import GPU_LAUNCHERS, multi_gpu, on_gpu, toy_workload
+from gpulint.rulekit import GPU_LAUNCHERS, OFF_GPU_HOST, multi_gpu, on_gpu, toy_workload
 
 
 class GlooBackendOnGpu(Rule):
@@ -114,7 +114,7 @@ for x in loader:
             attrs = f.attrs or {}
             if attrs.get("rpc"):
                 continue  # RPC / parameter-server code keeps its CPU-side group on Gloo on purpose
-            if set(attrs.get("guards") or ()) & {"cpu", "dead", "debug", "other_os"}:
+            if set(attrs.get("guards") or ()) & (OFF_GPU_HOST | {"debug"}):
                 continue  # the branch that runs without CUDA (or never, or only when debugging)
             if isinstance(backend, str) and backend in ("gloo", "mpi"):
                 yield self.finding(f.loc, f"init_process_group uses the {backend} backend for CUDA training; NCCL is the GPU backend",
@@ -229,7 +229,7 @@ for x in loader:
         for f in wl.code_facts("dataparallel"):
             attrs = f.attrs or {}
             guards = set(attrs.get("guards") or ())
-            if guards & {"dead", "cpu", "other_os"} or _inference_hook(attrs.get("function") or ""):
+            if guards & OFF_GPU_HOST or _inference_hook(attrs.get("function") or ""):
                 continue  # never runs, runs without a GPU, or wraps a model for serving (no gradients)
             if "multi_gpu" in guards and several is False:
                 continue  # `if device_count() > 1:` on a one-GPU node: DataParallel is never built

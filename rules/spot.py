@@ -29,6 +29,12 @@ def on_spot(wl: Workload) -> bool:
     return c is not None and c.capacity == "spot"
 
 
+def trains_a_model_on_spot(wl: Workload) -> bool:
+    """GPU training on spot capacity whose state is worth keeping: what SPOT001/002/004 judge (a benchmark
+    keeps no state worth a checkpoint)."""
+    return trains_on_gpu(wl) is not None and on_spot(wl) and benchmark_of(wl) is None
+
+
 def lost_work_cost(hw: ResolvedCompute | None, what: str, ctx=None) -> CostImpact:
     """The stated model: an interruption discards every hour since the last durable checkpoint
     (here: since the start). Interruption rates are not known, so no hourly figure is claimed;
@@ -159,8 +165,8 @@ trainer.train(resume_from_checkpoint=True)
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or not on_spot(wl) or benchmark_of(wl):
-            return  # a benchmark keeps no state worth a checkpoint
+        if not trains_a_model_on_spot(wl):
+            return
         if wl.of("checkpoint.save"):
             return
         hw = compute_of(wl)
@@ -229,8 +235,8 @@ trainer.train()
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or not on_spot(wl) or benchmark_of(wl):
-            return  # a benchmark keeps no state worth a checkpoint
+        if not trains_a_model_on_spot(wl):
+            return
         saves = sorted(wl.of("checkpoint.save"), key=lambda f: f.loc)
         if not saves or wl.of("checkpoint.resume"):
             return
@@ -465,8 +471,8 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or not on_spot(wl) or benchmark_of(wl):
-            return  # a benchmark keeps no state worth a checkpoint
+        if not trains_a_model_on_spot(wl):
+            return
         saves = sorted(wl.of("checkpoint.save"), key=lambda f: f.loc)
         explicit_lightning = any(f.value.get("via") == "lightning" and not f.value.get("default") for f in saves)
         # a ModelCheckpoint callback replaces the Trainer's default checkpointing (and its folder)

@@ -118,8 +118,8 @@ class WorkloadAmbiguous(Rule):
         one remaining GPU target with the one training script that has none (preferring the one
         script a launcher starts). When several candidates remain on either side it does not
         guess: it reports the target here, names the candidate entry points, and shows the
-        ``[[tool.gpulint.workloads]]`` row that settles it. Targets that resolve to CPU or TPU
-        capacity (a variable's default machine type) are not reported: no GPU check waits on them.
+        ``[[tool.gpulint.workloads]]`` row that settles it. Targets that resolve to CPU capacity (a
+        variable's default machine type) are not reported: no GPU check waits on them.
     Why it costs money:
         Without the pairing, every check that needs the instance (memory fit, fabric, spot
         resilience, the dollar figures) is skipped for these scripts, silently but for this note.
@@ -156,7 +156,7 @@ class WorkloadAmbiguous(Rule):
         for amb in ctx.ambiguities:
             rc = ctx.computes.get(amb.subject)
             if rc is not None and rc.device not in (GPU, UNKNOWN):
-                continue  # resolved to CPU (or TPU) capacity: no GPU check was skipped for it
+                continue  # resolved to CPU capacity: no GPU check was skipped for it
             cands = ", ".join(amb.candidates[:6]) + (f" and {len(amb.candidates) - 6} more" if len(amb.candidates) > 6 else "")
             yield self.finding(
                 amb.loc,
