@@ -423,14 +423,8 @@ class _Indexer:
                 self.ix.main_guard = True
         body_guard, else_guard = guard_of(node.test, test_text)
         for guard, stmts in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
-            if not stmts:
-                continue
-            if guard:
-                push(_Leave(self._pop_guard))
-            for s in reversed(stmts):
-                push(s)
-            if guard:
-                push(_Leave(self.guards.append, guard))
+            if stmts:
+                self._push_branch(push, guard, stmts)
         push(node.test)
 
     def _ifexp(self, node: ast.IfExp, push) -> None:
@@ -438,12 +432,17 @@ class _Indexer:
         guard its test decides, as for an ``if`` statement."""
         body_guard, else_guard = guard_of(node.test, self._code(node.test))
         for guard, expr in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
-            if guard:
-                push(_Leave(self._pop_guard))
-            push(expr)
-            if guard:
-                push(_Leave(self.guards.append, guard))
+            self._push_branch(push, guard, [expr])
         push(node.test)
+
+    def _push_branch(self, push, guard: str | None, nodes: list) -> None:
+        """Push a branch's nodes for the walk, under `guard` (set on entering them, dropped after) when there is one."""
+        if guard:
+            push(_Leave(self._pop_guard))
+        for n in reversed(nodes):
+            push(n)
+        if guard:
+            push(_Leave(self.guards.append, guard))
 
     def _pop_guard(self, _=None) -> None:
         self.guards.pop()
