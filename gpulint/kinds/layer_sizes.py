@@ -116,23 +116,22 @@ class _Counter:
         self.memo[name] = None  # a class that builds itself is not counted
         node = self.ix.classes[name][0]
         init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        total = 0
-        try:  # sizes the arithmetic cannot follow are as unknown as a non-literal one
-            if init is None:
-                raise _Unknown
-            for stmt in ast.walk(init):
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _on_self(stmt):
-                    v = stmt.value
-                    if isinstance(v, ast.Call):
-                        total += self.torch_call(v, "__init__", depth)
-                    elif isinstance(v, (ast.List, ast.ListComp, ast.Dict)):
-                        raise _Unknown
-                elif isinstance(stmt, ast.Call) and dotted(stmt.func) and dotted(stmt.func).endswith(("add_module", "register_module",
-                                                                                                       "register_parameter")):
-                    raise _Unknown
-        except (_Unknown, ArithmeticError, IndexError, TypeError, ValueError):
-            return None
+        total = self.guard(lambda: self._init_layers(init, depth)) if init is not None else None
         self.memo[name] = total
+        return total
+
+    def _init_layers(self, init: ast.FunctionDef, depth: int) -> int:
+        """Parameters of the layers an ``__init__`` assigns to ``self``; raises _Unknown where one is not literal."""
+        total = 0
+        for stmt in ast.walk(init):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _on_self(stmt):
+                v = stmt.value
+                if isinstance(v, ast.Call):
+                    total += self.torch_call(v, "__init__", depth)
+                elif isinstance(v, (ast.List, ast.ListComp, ast.Dict)):
+                    raise _Unknown
+            elif isinstance(stmt, ast.Call) and (dotted(stmt.func) or "").endswith(("add_module", "register_module", "register_parameter")):
+                raise _Unknown
         return total
 
     def torch_call(self, call: ast.Call, scope: str, depth: int = 0) -> int:
