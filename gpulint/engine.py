@@ -557,7 +557,8 @@ def fed_files(workloads: list[Workload]) -> set[str]:
 
 def _without_chart_templates(findings: list[Finding], results: dict) -> list[Finding]:
     """A Helm chart's templates/ are Go templates rendered by helm, not YAML gpulint can read: a file there that
-    does not parse even with placeholders is skipped in silence (it holds no fact of its own either way)."""
+    could not be read (does not parse even with placeholders, or is over a size limit, as generated CRDs are)
+    is skipped in silence: it holds no fact of its own either way."""
     charts = {posixpath.dirname(p) for p in results if posixpath.basename(p) == "Chart.yaml"}
     if not charts:
         return findings
