@@ -17,7 +17,9 @@ Two value conventions run through the vocabulary:
 * a value that cannot be decided statically is ``null`` (unknown);
 * a value decided by a command-line flag of the script is
   ``{"cli_arg": "--bf16", "default": false}`` and is resolved against the
-  workload's launchers; a Terraform value that comes from elsewhere in the module
+  workload's launchers (``"default_unknown": true`` when the default is not a
+  literal: only a launcher that passes the flag decides it; ``"type_bool": true``
+  for argparse's ``type=bool``, where any non-empty word is True); a Terraform value that comes from elsewhere in the module
   is ``{"ref": "var.x"}`` (optionally with ``"map"``: raw value -> normalised
   value), resolved by ``gpulint.tfvalues``.
 """

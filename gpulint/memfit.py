@@ -68,7 +68,7 @@ def hf_fsdp(text: Any) -> tuple[str | None, bool | None]:
         text = " ".join(map(str, text))
     if not isinstance(text, str) or not text.strip():
         return None, None
-    words = text.lower().split()
+    words = text.lower().replace('"', " ").replace("'", " ").split()  # SageMaker hyperparameters quote the words
     offload = "offload" in words
     if "hybrid_shard" in words or "hybrid_shard_zero2" in words:
         return "fsdp_hybrid", offload

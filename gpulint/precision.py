@@ -77,9 +77,13 @@ def resolve_cli(value: Any, wl: Workload) -> Any:
             return None  # the launcher passes arguments gpulint cannot read (a hyperparameters dict changed in place)
         v = flag_value(l.value.get("args") or [], value["cli_arg"])
         if v is None:
+            if value.get("default_unknown"):
+                return None  # the flag is not passed and its default is not a literal
             results.add(_hashable(value["default"]))
         elif v is True:
             results.add(True)
+        elif value.get("type_bool") and isinstance(v, str):
+            results.add(v != "")  # argparse's type=bool: bool("False") is True
         else:
             t = _truthy(v)
             results.add(t if t is not None else v)

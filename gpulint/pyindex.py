@@ -116,6 +116,7 @@ class CliArgument:
     has_default: bool
     action: str | None
     node: ast.Call
+    type_bool: bool = False  # ``type=bool``: argparse makes any non-empty word True, "False" included
 
 
 @dataclass
@@ -626,9 +627,12 @@ class _Indexer:
         default: Any = None
         has_default = False
         action = None
+        type_bool = False
         for kw in node.keywords:
             key = kw.arg
-            if key == "dest":
+            if key == "type":
+                type_bool = kw.value.__class__ is ast.Name and kw.value.id == "bool"
+            elif key == "dest":
                 d = literal(kw.value)
                 dest = d if isinstance(d, str) else None
             elif key == "default":
@@ -645,7 +649,7 @@ class _Indexer:
                 default, has_default = False, True
             elif action == "store_false":
                 default, has_default = True, True
-        self.ix.cli[dest] = CliArgument(tuple(flags), dest, default, has_default, action, node)
+        self.ix.cli[dest] = CliArgument(tuple(flags), dest, default, has_default, action, node, type_bool)
 
 
 UNKNOWN_EXPR = ast.Name("__gpulint_unknown__", ast.Load())
@@ -902,6 +906,8 @@ class Evaluator:
 
     def _attribute(self, obj: str, attr: str, scope: str, depth: int) -> Any:
         """``args.bf16`` (argparse / HfArgumentParser) or ``cfg.bf16`` (dataclass instance)."""
+        if obj in self.ix.params.get(scope, ()) and not any(a.target == obj and a.scope == scope for a in self.ix.assigns):
+            return self._attribute_of_argument(obj, attr, scope, depth)
         for a in self._assigns(obj, scope):
             v = a.value
             if v is UNKNOWN_EXPR:
@@ -922,12 +928,42 @@ class Evaluator:
                     return UNKNOWN
         return UNKNOWN
 
+    def _attribute_of_argument(self, param: str, attr: str, scope: str, depth: int) -> Any:
+        """``args.bf16`` where ``args`` is a parameter (``def train(args)``, called as ``train(args)`` after
+        ``args = parser.parse_args()``): the attribute of what every call in this module passes, when the
+        calls agree; unknown when the function is not called here (another module's caller decides)."""
+        fn = self.ix.top_functions.get(scope)
+        if fn is None or depth > 8:
+            return UNKNOWN
+        positional = [x.arg for x in fn.args.posonlyargs + fn.args.args]
+        index = positional.index(param) if param in positional else None
+        values = []
+        for c in self.ix.calls:
+            if c.func != scope or c.receiver:
+                continue
+            node = c.kwarg(param)
+            if node is None and index is not None and index < len(c.node.args):
+                node = c.node.args[index]
+                if any(a.__class__ is ast.Starred for a in c.node.args[:index + 1]):
+                    return UNKNOWN
+            if node is None or node.__class__ is not ast.Name:
+                return UNKNOWN
+            values.append(self._attribute(node.id, attr, c.scope, depth + 1))
+        if not values or any(v is UNKNOWN for v in values) or any(v != values[0] for v in values[1:]):
+            return UNKNOWN
+        return values[0]
+
     def _from_cli(self, dest: str) -> Any:
         arg = self.ix.cli.get(dest)
         if arg is not None:
+            marker = {"cli_arg": arg.flags[-1] if arg.flags else "--" + dest, "default": arg.default}
             if not arg.has_default or arg.default is UNKNOWN:
-                return UNKNOWN
-            return {"cli_arg": arg.flags[-1] if arg.flags else "--" + dest, "default": arg.default}
+                # ``default=True if torch.cuda.get_device_capability()[0] == 8 else False``: only a launcher
+                # that passes the flag decides it; without the flag it stays unknown
+                marker.update(default=None, default_unknown=True)
+            if arg.type_bool:
+                marker["type_bool"] = True
+            return marker
         for fields in self.ix.dataclass_fields.values():
             if dest in fields:
                 d = self.value(fields[dest], "", 1)

@@ -8,6 +8,7 @@ from typing import Iterable
 from gpulint import fixes
 from gpulint.cost import price_basis, unpriced
 from gpulint.hookspecs import hookimpl
+from gpulint.memfit import sharding_of
 from gpulint.model import CostImpact, Fact, Location, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.resolution import ResolvedCompute
@@ -480,7 +481,7 @@ def _grad_bytes(wl: Workload) -> tuple[float, str]:
         v = f.value if isinstance(f.value, dict) else {}
         if v.get("mechanism") in ("model_cast", "deepspeed", "fsdp") and v.get("dtype") in ("bf16", "fp16"):
             return 2.0, f"{v.get('dtype')} {v.get('mechanism').replace('_', ' ')} gives 2-byte gradients"
-    if wl.of("sharding"):
+    if sharding_of(wl).any:  # FSDP/ZeRO in code, configs, HF ``fsdp=`` (through launcher flags) or launcher switches
         return 2.0, "sharded training may reduce in 16 bits (lower bound)"
     ddp = wl.of("ddp")
     if ddp or any((f.value or {}).get("via") in _DP_VIA for f in wl.of("trains")):
@@ -600,7 +601,9 @@ run: |
         eta = float(self.opts.get("efficiency", 0.8))
         threshold = float(self.opts.get("threshold_seconds", 2.0))
         per_param, why = _grad_bytes(wl)
-        stage3 = any((f.value or {}).get("stage") == 3 for f in wl.of("sharding"))
+        # parameters gathered forward and backward plus gradients reduce-scattered: 1.5 all-reduces' traffic,
+        # counted only where every reading of the facts fully shards (a lower bound)
+        stage3 = sharding_of(wl).least in ("zero3", "fsdp_full")
         factor = 1.5 if stage3 else 1.0
         n = nodes * gpn
         size = params * per_param
