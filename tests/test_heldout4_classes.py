@@ -82,3 +82,51 @@ def test_fsdp_through_hyperparameters_sizes_the_traffic_as_sharded(hp, expect):
     16-bit traffic and parameters gathered as well as gradients reduced."""
     found = findings({"train.py": FLAG_TRAIN, "launch.py": _estimator(hp, "EleutherAI/gpt-neox-20b")}, "NET004")
     assert len(found) == 1 and expect in found[0].message, [f.message for f in found]
+
+
+# -- precision: a hand-written bf16 model ----------------------------------------------------------
+HAND_BF16 = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CastedLinear(nn.Linear):
+    def forward(self, x):
+        return F.linear(x, self.weight.type_as(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim){cast}
+        self.blocks = nn.ModuleList([CastedLinear(dim, dim) for _ in range(48)])
+        self.head = CastedLinear(dim, vocab)
+
+    def forward(self, idx):
+        x = self.embed(idx)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+model = GPT(50304, 4096).cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x, y in loader:
+    F.cross_entropy(model(x.cuda()).flatten(0, 1), y.cuda().flatten()).backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("cast, fires", [(".bfloat16()", False), ("", True)])
+def test_a_layer_built_and_cast_to_bf16_is_a_bf16_model(cast, fires):
+    """``nn.Embedding(...).bfloat16()`` with weights cast by ``type_as`` in forward: the matmuls run in bf16."""
+    files = {"train.py": HAND_BF16.replace("{cast}", cast), "launch.sh": "torchrun --nproc_per_node 8 train.py\n",
+             "sky.yaml": "resources:\n  accelerators: H100:8\nrun: bash launch.sh\n"}
+    assert bool(findings(files, "AMP001")) is fires
+
+
+def test_a_tensor_cast_to_bf16_is_no_model_cast():
+    src = HAND_BF16.replace("{cast}", "").replace("model = GPT", "noise = torch.randn(3).bfloat16()\nmodel = GPT")
+    files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: H100:8\nrun: torchrun --nproc_per_node 8 train.py\n"}
+    assert [f.code for f in findings(files, "AMP001")] == ["AMP001"]

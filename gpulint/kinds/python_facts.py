@@ -585,7 +585,8 @@ def _precision(f: _Facts) -> None:
     for c in ix.calls:
         if c.attr == "half" and c.receiver and not c.has_args:
             f.add("precision", {"mechanism": "model_cast", "dtype": "fp16", "enabled": True}, c.node, "half")
-        elif c.attr in ("bfloat16",) and c.receiver and not c.has_args and not (c.qualname or "").startswith("torch"):
+        elif c.attr in ("bfloat16",) and c.receiver and not c.has_args and (
+                not (c.qualname or "").startswith("torch") or _module_built(c.qualname)):
             f.add("precision", {"mechanism": "model_cast", "dtype": "bf16", "enabled": True}, c.node, "bfloat16")
         elif c.attr == "to" and c.receiver:
             args = [a.value if isinstance(a, ast.Starred) else a for a in c.node.args] + \
@@ -632,6 +633,13 @@ def _precision(f: _Facts) -> None:
                                 "enabled": True if enabled is True else None}, c.node, q)
         elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
             f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+
+
+def _module_built(qualname: str) -> bool:
+    """``torch.nn.Embedding().bfloat16``: a layer built and cast (its activations, and the weights a hand-written
+    ``forward`` casts with ``type_as``, compute in bf16), unlike a tensor function's result (``torch.randn().bfloat16``)."""
+    head = qualname.rsplit(".", 1)[0]
+    return head.startswith("torch.nn.") and head.endswith("()") and head[:-2].rsplit(".", 1)[-1][:1].isupper()
 
 
 def _names_a_dtype(arg: ast.expr, c: Call) -> bool:
