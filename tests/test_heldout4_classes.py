@@ -130,3 +130,35 @@ def test_a_tensor_cast_to_bf16_is_no_model_cast():
     src = HAND_BF16.replace("{cast}", "").replace("model = GPT", "noise = torch.randn(3).bfloat16()\nmodel = GPT")
     files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: H100:8\nrun: torchrun --nproc_per_node 8 train.py\n"}
     assert [f.code for f in findings(files, "AMP001")] == ["AMP001"]
+
+
+# -- input pipeline: a placeholder loader ----------------------------------------------------------
+PLACEHOLDER = '''\
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+from accelerate import Accelerator
+
+
+class Images(Dataset):
+    def __getitem__(self, i):
+        return Image.open(self.paths[i])
+
+
+acc = Accelerator(mixed_precision="bf16")
+dummy = DataLoader({dataset}, batch_size=1)
+model, opt, dummy = acc.prepare(Net().cuda(), opt, dummy)
+for x in DataLoader(Images(), batch_size=8, num_workers=8, pin_memory=True):
+    acc.backward(model(x.cuda()).sum())
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("dataset, fires", [
+    ("[0 for _ in range(20)]", False), ("list(range(20))", False), ("range(20)", False), ("(1, 2, 3)", False),
+    ("Images()", True),
+])
+def test_a_loader_over_a_literal_list_has_nothing_for_workers_to_do(dataset, fires):
+    files = {"train.py": PLACEHOLDER.replace("{dataset}", dataset),
+             "sky.yaml": "resources:\n  accelerators: A100:8\nrun: accelerate launch train.py\n"}
+    assert bool([f for f in findings(files, "IO00") if f.loc.line == 13]) is fires

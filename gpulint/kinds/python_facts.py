@@ -830,13 +830,24 @@ def _in_memory_dataset(f: _Facts, c: Call) -> bool | str:
     indexing is free, workers add nothing. A Dataset class of the repository is named (its class name) for
     the rules to look up in the ``dataset_class`` facts of the workload's files."""
     node = _dataset_expr(f, c)
+    if isinstance(node, (ast.List, ast.Tuple, ast.ListComp, ast.Set)):
+        return True  # ``DataLoader([0 for _ in range(20)])``: a list in memory (a placeholder handed to accelerate.prepare)
     if not isinstance(node, ast.Call):
         return False
     q = _qualified(f, node)
+    if q == "range" or (q == "list" and node.args and _in_memory_literal(node.args[0])):
+        return True
     if q in IN_MEMORY_DATASETS:
         return True
     last = (dotted(node.func) or "").rsplit(".", 1)[-1]
     return f"class:{last}" if last[:1].isupper() else False
+
+
+def _in_memory_literal(node: ast.expr) -> bool:
+    """``list(range(n))``, ``list([...])``: values in memory."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.ListComp, ast.Set)):
+        return True
+    return isinstance(node, ast.Call) and dotted(node.func) == "range"
 
 
 def _getitem_classes(f: _Facts) -> list[tuple[ast.ClassDef, bool]]:
