@@ -732,6 +732,10 @@ _OTHER_OS = re.compile(r"(sys\.platform|os\.name|platform\.system\(\))\s*(==|!=|
                        r"(win32|win|nt|windows|darwin|cygwin)['\"]", re.I)
 
 
+#: which part's branch an ``a and b`` body is in when its parts' branches differ: the one that runs least
+_AND_PRIORITY = ("dead", "other_os", "cpu", "multi_gpu", "debug", "gpu")
+
+
 def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:
     """(guard of the body, guard of the else branch) of an ``if`` test: which runs only without a
     GPU, only with one (or several), only in a debug run, or never."""
@@ -744,7 +748,12 @@ def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:
     if lit is False or lit == 0 and not isinstance(lit, bool) and lit is not UNKNOWN:
         return ("dead", None) if not negated else (None, "dead")
     if test.__class__ is ast.BoolOp:
-        return None, None  # `a and b`: neither branch is decided by one check alone
+        if test.op.__class__ is not ast.And or negated:
+            return None, None  # `a or b`: neither branch is decided by one check alone
+        # `cuda and RANK == -1 and device_count() > 1`: the body runs only where every part holds, so it is
+        # in the branch of the most restrictive part; the else branch may be any part failing (undecided)
+        bodies = {guard_of(part, ast.unparse(part))[0] for part in test.values} - {None}
+        return next((g for g in _AND_PRIORITY if g in bodies), None), None
     body: str | None
     other: str | None
     if _OTHER_OS.search(text):

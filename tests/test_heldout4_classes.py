@@ -162,3 +162,36 @@ def test_a_loader_over_a_literal_list_has_nothing_for_workers_to_do(dataset, fir
     files = {"train.py": PLACEHOLDER.replace("{dataset}", dataset),
              "sky.yaml": "resources:\n  accelerators: A100:8\nrun: accelerate launch train.py\n"}
     assert bool([f for f in findings(files, "IO00") if f.loc.line == 13]) is fires
+
+
+# -- context: a branch decided by one part of an ``and`` -------------------------------------------
+DP_FALLBACK = '''\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DataParallel, DistributedDataParallel as DDP
+
+RANK = int(os.getenv("RANK", -1))
+cuda = torch.cuda.is_available()
+model = Net().cuda()
+if {test}:
+    model = DataParallel(model)
+if RANK != -1:
+    dist.init_process_group("nccl")
+    model = DDP(model)
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("test, fires", [
+    ("cuda and RANK == -1 and torch.cuda.device_count() > 1", False),
+    ("torch.cuda.device_count() > 1", False),
+    ("cuda and RANK == -1", True),
+    ("cuda or torch.cuda.device_count() > 1", True),
+])
+def test_a_data_parallel_fallback_behind_an_and_of_a_gpu_count_is_the_multi_gpu_branch(test, fires):
+    files = {"train.py": DP_FALLBACK.replace("{test}", test),
+             "sky.yaml": "resources:\n  accelerators: A100:8\nrun: torchrun --nproc_per_node 8 train.py\n"}
+    assert bool(findings(files, "NET006")) is fires
