@@ -161,9 +161,10 @@ register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memor
          "A Dataset class of the file; in_memory: its __getitem__ only indexes what the object holds (no I/O, no transform).")
 register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
          "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
-register("script", "code", _obj(("via",), via=STR),
+register("script", "code", _obj(("via",), via=STR, main_lines={"type": "array", "items": {"type": "array", "items": INT}}),
          "Running the file does work (a __main__ guard, or a module-level call of its own functions or of a "
-         "training API): without it, training code is library code, a workload only where something runs it.")
+         "training API): without it, training code is library code, a workload only where something runs it. "
+         "main_lines: the [first, last] lines of each __main__ block, which a file importing this one never runs.")
 register("import", "code", _t("string"), "A module the file imports (attrs.relative for relative imports); the linker follows repository modules.")
 
 # -- launchers ------------------------------------------------------------------------------------

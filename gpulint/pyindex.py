@@ -134,6 +134,9 @@ class PyIndex:
     top_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     classes: dict[str, tuple[ast.ClassDef, tuple[str, ...]]] = field(default_factory=dict)
     main_guard: bool = False
+    #: (first, last) lines of each module-level ``if __name__ == "__main__":`` body: code that runs only when the
+    #: file is the script, never when another file imports it
+    main_blocks: list[tuple[int, int]] = field(default_factory=list)
     #: (name, scope) of containers changed after they were built: ``hp["bf16"] = 1``, ``hp |= {...}``,
     #: ``hp.update(...)`` / ``setdefault`` / ``pop``: a dict literal bound to such a name is not its value
     mutated: set[tuple[str, str]] = field(default_factory=set)
@@ -422,6 +425,8 @@ class _Indexer:
         if not self.scope and node.test.__class__ is ast.Compare:
             if "__name__" in test_text and "__main__" in test_text:
                 self.ix.main_guard = True
+                if node.body and "!=" not in test_text:
+                    self.ix.main_blocks.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
         body_guard, else_guard = guard_of(node.test, test_text)
         for guard, stmts in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
             if stmts:

@@ -424,7 +424,11 @@ def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
 def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workload:
     wl = Workload(name=name, entrypoint=entry, code_files=code)
     for p in code:
-        wl.facts += [f for f in repo.facts.get(p, []) if not f.target and f.kind != "import"]
+        facts = repo.facts.get(p, [])
+        # a module the entrypoint imports never runs its ``__main__`` block (a demo or self-test of the module)
+        blocks = [] if p == entry else [b for f in facts if f.kind == "script" for b in f.value.get("main_lines") or ()]
+        wl.facts += [f for f in facts if not f.target and f.kind != "import"
+                     and not any(lo <= f.loc.line <= hi for lo, hi in blocks)]
     if len(code) > 1:
         wl.reasons.append(f"code: {entry} imports {', '.join(code[1:])}")
     return wl

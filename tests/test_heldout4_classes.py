@@ -195,3 +195,45 @@ def test_a_data_parallel_fallback_behind_an_and_of_a_gpu_count_is_the_multi_gpu_
     files = {"train.py": DP_FALLBACK.replace("{test}", test),
              "sky.yaml": "resources:\n  accelerators: A100:8\nrun: torchrun --nproc_per_node 8 train.py\n"}
     assert bool(findings(files, "NET006")) is fires
+
+
+# -- scope: a module's __main__ block is not its importer's code ----------------------------------
+EVAL_MODULE = '''\
+import torch
+from torch.utils.data import DataLoader
+
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        return sum(model(x.cuda()).sum().item() for x in loader)
+
+
+if __name__ == "__main__":
+    demo = DataLoader(load_demo_rows(), batch_size=4)
+    print(evaluate(tiny_model().cuda(), demo))
+'''
+TRAIN_IMPORTING = '''\
+import torch
+from torch.utils.data import DataLoader
+from evaluation import evaluate
+
+model = Net().cuda()
+opt = torch.optim.AdamW(model.parameters())
+scaler = torch.cuda.amp.GradScaler()
+if __name__ == "__main__":
+    for x in DataLoader(ds, batch_size=8, num_workers=8, pin_memory=True):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+    print(evaluate(model, DataLoader(val_ds, num_workers=4, pin_memory=True)))
+'''
+
+
+def test_an_imported_modules_main_block_is_not_the_importers_code():
+    files = {"train.py": TRAIN_IMPORTING, "evaluation.py": EVAL_MODULE,
+             "sky.yaml": "resources:\n  accelerators: A100:1\nrun: python train.py\n"}
+    assert [(f.code, f.loc.path) for f in findings(files, "IO")] == []
+    # the same loader written at the module's top level runs on import: the importer's code
+    top = EVAL_MODULE.replace('if __name__ == "__main__":\n    demo', 'if True:\n    demo')
+    assert ("IO002", "evaluation.py") in [(f.code, f.loc.path) for f in findings({**files, "evaluation.py": top}, "IO")]

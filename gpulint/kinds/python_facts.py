@@ -214,7 +214,10 @@ def python_facts(source: Source) -> list[Fact]:
     _invokes(f)
     _local_imports(f)
     if _runs_as_script(ix):
-        f.out.append(Fact("script", {"via": "main_guard" if ix.main_guard else "module_level"}, source.loc(1), "script", "", {}))
+        value = {"via": "main_guard" if ix.main_guard else "module_level"}
+        if ix.main_blocks:
+            value["main_lines"] = [list(b) for b in ix.main_blocks]
+        f.out.append(Fact("script", value, source.loc(1), "script", "", {}))
     return f.out
 
 
