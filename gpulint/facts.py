@@ -99,6 +99,11 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 register("trains", "code", _obj(("via",), via=STR),
          "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...; "
          "attrs.function / attrs.cls: the function and class the training call sits in.")
+register("trainer_class", "code", _obj(("name", "base"), name=STR, base=STR),
+         "A class of the file that subclasses a framework trainer (directly or through classes of the file): it trains as base does.")
+register("trainer_call", "code", _obj(("module", "name", "method"), module=STR, name=STR, method=STR),
+         "``X(...).train()`` / ``.fit()`` of a class imported from a repository module; the linker makes it a trains fact "
+         "where that module's trainer_class facts say X is a framework trainer.")
 register("invokes", "code", _obj(("module", "name"), module=STR, name=STR),
          "A call of a name imported from another module (from engine import train_one_epoch; Trainer(cfg).run()): a script "
          "that calls the training of a repository module is a workload.")

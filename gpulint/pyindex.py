@@ -585,7 +585,9 @@ class _Indexer:
         self.ix.assigns.append(Assign(text, resolved, value, scope, node))
         if value.__class__ is ast.Call:
             self.assign_target[id(value)] = text
-            q = self.resolve(dotted(value.func))
+            callee = dotted(value.func)
+            # an instance of a class of the file is typed by the class's name (``trainer = ProjectTrainer(...)``)
+            q = self.resolve(callee) or (callee if callee in self.ix.classes else None)
             if q and "." not in text:
                 self.ix.var_types[text] = q
 

@@ -434,11 +434,42 @@ def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workloa
     return wl
 
 
+#: what a framework trainer's training call is, by the framework class a repository trainer subclasses
+_TRAINER_VIA = {"fit": "lightning", "train": "hf_trainer"}
+
+
+def _resolve_trainer_calls(repo: Repo) -> None:
+    """``LLaVATrainer(...).train()`` where ``LLaVATrainer`` is a class of another repository module that subclasses
+    ``transformers.Trainer``: a training call of that framework, as if the file had called it (a ``trains`` fact,
+    and the framework's GPU use). Done once per scan, before workloads are built."""
+    for path, facts in list(repo.facts.items()):
+        calls = [f for f in facts if f.kind == "trainer_call"]
+        if not calls:
+            continue
+        added = []
+        for call in calls:
+            if any(f.kind == "trains" and f.loc == call.loc for f in facts):
+                continue  # resolved by an earlier pass of the scan
+            target = _resolve_import(call.value["module"], 0, path, repo)
+            base = next((t.value["base"] for t in repo.facts.get(target, []) if t.kind == "trainer_class"
+                         and t.value.get("name") == call.value["name"]), None) if target else None
+            via = _TRAINER_VIA.get(call.value["method"])
+            lightning = base is not None and "lightning" in base
+            if base is None or via is None or (via == "lightning") != lightning:
+                continue
+            added.append(Fact("trains", {"via": via}, call.loc, call.key, "", {**(call.attrs or {}), "subclass_of": base}))
+            if not any(f.kind == "uses_gpu" for f in facts + added):
+                added.append(Fact("uses_gpu", {"via": base, "auto": True}, call.loc, base, "", {}))
+        if added:
+            repo.facts[path] = facts + added
+
+
 def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = None) -> Linked:
     """Build workloads from the facts of every file."""
     from gpulint.scope import Scope
 
     scope = scope or Scope()
+    _resolve_trainer_calls(repo)
     computes = compute_targets(repo)
     uses = _launch_uses(repo, computes)
     # 1. entrypoints: code that trains, and code a launcher starts (test and vendored code is context only)

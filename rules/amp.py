@@ -7,6 +7,7 @@ from gpulint import fixes
 from gpulint.cost import avoidable, unpriced
 from gpulint.families import pre_tensor_core
 from gpulint.hookspecs import hookimpl
+from gpulint.precision import flag_value
 from gpulint.model import Related, Severity
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
@@ -267,7 +268,7 @@ Trainer(model=model, args=args).train()
         if explicit:
             how = f"{at.key or 'precision'} disables it at {at.loc.short()}"
         else:
-            how = _left_at_default([unset] if unset is not None else view.default_off)
+            how = _left_at_default([unset] if unset is not None else view.default_off, wl)
         related = compute_related(wl) + [Related(f.loc, f"precision off: {f.key}") for f in explicit[1:3]]
         if at is not trains:
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
@@ -298,13 +299,18 @@ Trainer(model=model, args=args).train()
 _FP32_NAMED = re.compile(r"(^|[^a-z0-9])(fp32|float32)([^a-z0-9]|$)")
 
 
-def _left_at_default(defaults) -> str:
+def _left_at_default(defaults, wl: Workload) -> str:
     """How the precision stays fp32 when nothing sets it: the setting left at its default, in words."""
     for f in sorted(defaults, key=lambda f: f.loc):
         mech = f.value.get("mechanism")
         if mech == "hf_args":
             return f"{(f.key or 'TrainingArguments').rsplit('.', 1)[-1]} sets neither bf16 nor fp16 (default fp32) at {f.loc.short()}"
         if mech == "hf_cli":
+            passed = [(l, flag, v) for l in wl.launchers for flag in ("--bf16", "--fp16")
+                      if (v := flag_value(l.value.get("args") or [], flag)) is not None]
+            if passed:
+                words = " ".join(f"{flag} {v}" for _, flag, v in passed[:2])
+                return f"the launcher passes {words} ({passed[0][0].loc.short()}) to the HF arguments parsed at {f.loc.short()}"
             return f"no --bf16/--fp16 reaches the HF arguments parsed at {f.loc.short()} (default fp32)"
         if mech == "lightning":
             return f"the Trainer's precision is not set (default \"32-true\") at {f.loc.short()}"

@@ -35,6 +35,7 @@ EXPECTED = {
         ("AMP001", "train.py", 19),
     ],
     "notebook": [("AMP001", "finetune_vit.ipynb", 82)],
+    "hf-trainer-subclass-fp32": [("AMP001", "vlm/train.py", 39)],
 }
 
 

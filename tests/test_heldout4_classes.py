@@ -237,3 +237,67 @@ def test_an_imported_modules_main_block_is_not_the_importers_code():
     # the same loader written at the module's top level runs on import: the importer's code
     top = EVAL_MODULE.replace('if __name__ == "__main__":\n    demo', 'if True:\n    demo')
     assert ("IO002", "evaluation.py") in [(f.code, f.loc.path) for f in findings({**files, "evaluation.py": top}, "IO")]
+
+
+# -- recall: a repository's own Trainer subclass -------------------------------------------------
+TRAINER_MODULE = '''\
+from transformers import Trainer
+
+
+class BaseTrainer(Trainer):
+    pass
+
+
+class ProjectTrainer(BaseTrainer):
+    def compute_loss(self, model, inputs, return_outputs=False):
+        return super().compute_loss(model, inputs, return_outputs)
+'''
+TRAIN_WITH_SUBCLASS = '''\
+import transformers
+from transformers import AutoModelForCausalLM
+from {module} import ProjectTrainer
+
+
+def train():
+    parser = transformers.HfArgumentParser((transformers.TrainingArguments,))
+    (training_args,) = parser.parse_args_into_dataclasses()
+    model = AutoModelForCausalLM.from_pretrained("lmsys/vicuna-7b-v1.5")
+    trainer = ProjectTrainer(model=model, args=training_args, train_dataset=ds)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    train()
+'''
+
+
+@pytest.mark.parametrize("flags, fires", [("--bf16 False --tf32 False", True), ("--bf16 True", False)])
+def test_a_trainer_subclass_from_another_module_trains_as_the_hf_trainer(flags, fires):
+    files = {"proj/__init__.py": "", "proj/project_trainer.py": TRAINER_MODULE,
+             "proj/train.py": TRAIN_WITH_SUBCLASS.replace("{module}", "proj.project_trainer"),
+             "run.sh": f"deepspeed proj/train.py --output_dir out {flags}\n"}
+    result = scan_files(files)
+    wl = next(w for w in result.workloads if w["entrypoint"] == "proj/train.py")
+    assert wl["resolved"]["role"] == "training"
+    assert bool([f for f in result.findings if f.code == "AMP001"]) is fires
+
+
+def test_a_trainer_subclass_in_the_same_file_trains_as_the_hf_trainer():
+    src = TRAINER_MODULE + TRAIN_WITH_SUBCLASS.replace("from {module} import ProjectTrainer\n", "")
+    result = scan_files({"train.py": src, "run.sh": "deepspeed train.py --output_dir out\n"})
+    assert [w["resolved"]["role"] for w in result.workloads if w["entrypoint"] == "train.py"] == ["training"]
+
+
+def test_a_class_of_another_module_that_is_no_trainer_does_not_train():
+    files = {"proj/__init__.py": "", "proj/project_trainer.py": TRAINER_MODULE.replace("(Trainer)", "(object)"),
+             "proj/train.py": TRAIN_WITH_SUBCLASS.replace("{module}", "proj.project_trainer"),
+             "run.sh": "deepspeed proj/train.py --output_dir out\n"}
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "proj/train.py")
+    assert wl["resolved"]["role"] != "training"
+
+
+def test_a_lightning_trainer_built_from_argparse_args_trains():
+    src = ("import pytorch_lightning as pl\nfrom pytorch_lightning import Trainer\n"
+           "if __name__ == '__main__':\n    trainer = Trainer.from_argparse_args(opt)\n    trainer.fit(model, data)\n")
+    result = scan_files({"main.py": src})
+    assert [w["resolved"]["role"] for w in result.workloads if w["entrypoint"] == "main.py"] == ["training"]

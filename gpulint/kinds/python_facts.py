@@ -309,8 +309,40 @@ _NOT_LOCAL = ("torch", "transformers", "accelerate", "lightning", "pytorch_light
 _OTHER_FRAMEWORKS = ("mxnet", "paddle", "chainer", "mindspore", "oneflow", "megengine", "cupy")
 
 
+#: classmethods that build a framework trainer (``pl.Trainer.from_argparse_args(args)``)
+_TRAINER_BUILDERS = (".from_argparse_args", ".from_config")
+
+
+def _trainer_classes(ix: PyIndex) -> dict[str, str]:
+    """Classes of the file that subclass a framework trainer, directly or through other classes of the file
+    (``class LLaVATrainer(Trainer)``): name -> the framework class. They train as the framework's does."""
+    known = HF_TRAINERS | LIGHTNING_TRAINERS
+    out: dict[str, str] = {}
+    for _ in range(4):  # chains of local subclasses
+        for name, (_, bases) in ix.classes.items():
+            if name in out:
+                continue
+            base = next((b if b in known else out[b] for b in bases if b in known or b in out), None)
+            if base:
+                out[name] = base
+    return out
+
+
+def _framework_class(qualname: str, local: dict[str, str]) -> str:
+    """A trainer's qualified name in the frameworks' words: a local subclass is its framework class, a
+    builder classmethod is the class it builds."""
+    for suffix in _TRAINER_BUILDERS:
+        if qualname.endswith(suffix):
+            qualname = qualname[: -len(suffix)]
+    return local.get(qualname, qualname)
+
+
 def _training(f: _Facts) -> None:
     ix = f.ix
+    local_trainers = _trainer_classes(ix)
+    for name, base in local_trainers.items():
+        node = ix.classes[name][0]
+        f.add("trainer_class", {"name": name, "base": base}, node, name)
     backward = [c for c in ix.method_calls("backward")]
     steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
     # loss.backward() + trainer.step() is also MXNet Gluon's, Paddle's, Chainer's loop: frameworks whose mixed
@@ -322,10 +354,16 @@ def _training(f: _Facts) -> None:
         _benchmark(f, backward[0])
     for c in ix.calls:
         q = c.qualname or ""
-        if q.endswith("().train") and q[: -len("().train")] in HF_TRAINERS:
+        if q.endswith("().train") and _framework_class(q[: -len("().train")], local_trainers) in HF_TRAINERS:
             f.add("trains", {"via": "hf_trainer"}, c.node, q, **_owner(ix, c))
-        elif q.endswith("().fit") and q[: -len("().fit")] in LIGHTNING_TRAINERS:
+        elif q.endswith("().fit") and _framework_class(q[: -len("().fit")], local_trainers) in LIGHTNING_TRAINERS:
             f.add("trains", {"via": "lightning"}, c.node, q, **_owner(ix, c))
+        elif q.endswith(("().train", "().fit")) and "." in q.partition("(")[0] and \
+                not q.partition("(")[0].startswith(_NOT_LOCAL + _OTHER_FRAMEWORKS):
+            # ``LLaVATrainer(...).train()`` of a class imported from a repository module: the linker decides
+            # whether that class is a framework trainer (its module's trainer_class facts)
+            module, _, name = q.partition("(")[0].rpartition(".")
+            f.add("trainer_call", {"module": module, "name": name, "method": c.attr}, c.node, q, **_owner(ix, c))
         elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | {"lightning.fabric.Fabric", "lightning.Fabric"}:
             f.add("trains", {"via": "accelerate"}, c.node, q, **_owner(ix, c))
         elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and (
@@ -362,13 +400,14 @@ def _training(f: _Facts) -> None:
             break
     gpu_frameworks = HF_TRAINERS | ACCELERATOR | DS_INIT
     for c in ix.calls:
-        if c.qualname in gpu_frameworks:
+        q = _framework_class(c.qualname or (c.func if c.func in local_trainers else ""), local_trainers)
+        if q in gpu_frameworks:
             # HF Trainer and accelerate take a GPU when there is one and train on the CPU otherwise ("auto");
             # DeepSpeed needs one
-            f.add("uses_gpu", {"via": c.qualname, "auto": c.qualname not in DS_INIT}, c.node, c.qualname)
+            f.add("uses_gpu", {"via": q, "auto": q not in DS_INIT}, c.node, q)
             break
     for c in ix.calls:
-        if c.qualname in LIGHTNING_TRAINERS:
+        if _framework_class(c.qualname or "", local_trainers) in LIGHTNING_TRAINERS:
             acc = f.val(c, "accelerator")
             if acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
                 f.add("uses_gpu", {"via": "lightning", "auto": acc not in ("gpu", "cuda")}, c.node, c.qualname)
