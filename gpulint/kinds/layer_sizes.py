@@ -55,7 +55,11 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
     out: list[tuple[ast.AST, str, int | None]] = []
     # ``self.model = torch.jit.load(path).to(device).eval()``: the name a chain's innermost call ends up in
     bound = {id(_built(c.node)): c.assigned_to for c in ix.calls if c.assigned_to}
-    opaque = next((c for c in ix.calls if _opaque(c, bound.get(id(c.node), c.assigned_to))), None)
+    # named by the call most like a model load (``from_pretrained``, a model class) rather than the first helper of
+    # those libraries the file calls (``transformers.set_seed``), which only marks the file's sizes as not counted
+    opaque = min((c for c in ix.calls if _opaque(c, bound.get(id(c.node), c.assigned_to))), default=None,
+                 key=lambda c: (c.attr not in _OPAQUE_ATTRS and c.qualname not in _OPAQUE_CALLS,
+                                not (c.qualname or c.attr).rsplit(".", 1)[-1][:1].isupper(), c.order))
     if opaque is not None:
         # a pretrained, registry or loaded model: whatever else the file builds, the model's size is not counted here
         out.append((opaque.node, opaque.qualname or opaque.attr, None))
