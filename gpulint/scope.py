@@ -15,7 +15,8 @@ import posixpath
 from dataclasses import dataclass
 
 TEST_DIRS = frozenset({"tests", "test", "testing", "test_utils", "testutils", "test_helpers", "__tests__", "unittests",
-                       "unit_tests", "integration_tests", "functional_tests", "e2e_tests", "tests_integration"})
+                       "unit_tests", "integration_tests", "functional_tests", "e2e_tests", "tests_integration",
+                       "testdata"})  # Go's convention: inputs of a package's tests, invalid files included
 VENDOR_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "_vendor",
                          "external", "externals", "extern", "dependencies", "deps", "submodules"})
 

@@ -301,3 +301,16 @@ def test_a_lightning_trainer_built_from_argparse_args_trains():
            "if __name__ == '__main__':\n    trainer = Trainer.from_argparse_args(opt)\n    trainer.fit(model, data)\n")
     result = scan_files({"main.py": src})
     assert [w["resolved"]["role"] for w in result.workloads if w["entrypoint"] == "main.py"] == ["training"]
+
+
+# -- parsing and scope ----------------------------------------------------------------------------
+def test_jsonc_with_a_trailing_comma_before_a_comment_parses():
+    text = '{\n  "name": "dev",\n  "features": {\n    "a": {},\n  },\n  "mounts": [\n    "x",\n  ],\n  // "forwardPorts": []\n}\n'
+    assert findings({".devcontainer/devcontainer.json": text}, "SYS001") == []
+    # the same text is an error where the tool reads strict JSON
+    assert [f.code for f in findings({"configs/ds_config.json": text}, "SYS001")] == ["SYS001"]
+
+
+def test_go_testdata_folders_are_test_inputs():
+    files = {"runner/host/testdata/invalid_json.json": '{"a": 1\n "b": 2}\n', "train.py": "print(1)\n"}
+    assert findings(files, "SYS001") == []

@@ -268,11 +268,25 @@ _CLOSER_NEXT = re.compile(r"\s*[\]}]")
 
 def _strip_jsonc(text: str) -> str | None:
     """The text with // and /* */ comments and trailing commas blanked (same
-    length and lines), or None when it has none. Linear on any input."""
+    length and lines), or None when it has none. Comments go first, so a comma
+    before a comment and a closer (``],\n  // "x": 1\n}``) is trailing too.
+    Linear on any input."""
     if "//" not in text and "/*" not in text and not re.search(r",\s*[\]}]", text):
         return None
+    without_comments = _blank_jsonc(text, commas=False)
+    if without_comments is None:
+        return None
+    stripped = _blank_jsonc(without_comments, commas=True)
+    if stripped is None:
+        return None
+    return stripped if stripped != text else None
+
+
+def _blank_jsonc(text: str, commas: bool) -> str | None:
+    """One pass outside strings: comments blanked, or (``commas``) commas before a closer; None for an
+    unterminated string."""
     out = list(text)
-    pos, changed = 0, False
+    pos = 0
     while True:
         m = _JSONC_TOKEN.search(text, pos)
         if m is None:
@@ -286,18 +300,17 @@ def _strip_jsonc(text: str) -> str | None:
             continue
         if tok == ",":
             pos = at + 1
-            if _CLOSER_NEXT.match(text, pos):
+            if commas and _CLOSER_NEXT.match(text, pos):
                 out[at] = " "
-                changed = True
             continue
         end = text.find("\n", at) if tok == "//" else text.find("*/", at + 2)
         end = len(text) if end < 0 else (end if tok == "//" else end + 2)
-        for i in range(at, end):
-            if out[i] != "\n":
-                out[i] = " "
-        changed = True
+        if not commas:
+            for i in range(at, end):
+                if out[i] != "\n":
+                    out[i] = " "
         pos = end
-    return "".join(out) if changed else None
+    return "".join(out)
 
 
 def parse_toml(text: str, path: str) -> Source:
