@@ -178,7 +178,7 @@ _WRAPPER = _or(_t("null"), _obj(tool=STR, nodes=_or(OPT_INT, STR), ntasks=_or(OP
 register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, module=OPT_STR, args=_t("array"),
                                        nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
-                                       num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR)},
+                                       num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL)},
          "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer ...; "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
@@ -187,7 +187,8 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
          "hyperpodrun reads as torchrun; tool uvicorn|gunicorn|hypercorn: module is the application's (module:app); "
          "wrapper tool srun|mpirun|mpiexec|ray; "
          "tool-specific keys: accelerate multi_gpu/use_deepspeed/use_fsdp, deepspeed hostfile, skypilot managed/use_spot/"
-         "accelerators/instance_type, dvc stage, sagemaker distributed (ModelTrainer torchrun|mpi). "
+         "accelerators/instance_type, dvc stage, sagemaker distributed (ModelTrainer torchrun|mpi); args_open: an unresolved "
+         "word among the script's arguments (``$EXTRA_ARGS``) may hold more flags, so a flag not seen is unknown, not absent. "
          "attrs: flags {flag: [line, column]}; overridable {script|module|flag as written: VAR} (the literal default of "
          "${VAR:-...}/${VAR:=...}, VAR not set in the script: the caller's environment may override it); relative_to "
          "launcher (built from $(dirname \"$0\"): relative to the launcher's folder only) or, for Terraform file(), "

@@ -77,8 +77,8 @@ def resolve_cli(value: Any, wl: Workload) -> Any:
             return None  # the launcher passes arguments gpulint cannot read (a hyperparameters dict changed in place)
         v = flag_value(l.value.get("args") or [], value["cli_arg"])
         if v is None:
-            if value.get("default_unknown"):
-                return None  # the flag is not passed and its default is not a literal
+            if value.get("default_unknown") or l.value.get("args_open"):
+                return None  # not passed, and its default is not a literal or the launch's $ARGS may hold it
             results.add(_hashable(value["default"]))
         elif v is True:
             results.add(True)

@@ -314,3 +314,70 @@ def test_jsonc_with_a_trailing_comma_before_a_comment_parses():
 def test_go_testdata_folders_are_test_inputs():
     files = {"runner/host/testdata/invalid_json.json": '{"a": 1\n "b": 2}\n', "train.py": "print(1)\n"}
     assert findings(files, "SYS001") == []
+
+
+DATABRICKS = '''\
+# Databricks notebook source
+# MAGIC %md
+# MAGIC ## Fine-tune
+
+# COMMAND ----------
+
+# MAGIC %pip install -r requirements.txt
+
+# COMMAND ----------
+
+num_gpus = 8
+
+# COMMAND ----------
+
+!deepspeed --num_gpus={num_gpus} \\
+    --module training.trainer \\
+    --bf16 {bf16}
+
+# COMMAND ----------
+
+# MAGIC %sh
+# MAGIC nvidia-smi
+# MAGIC deepspeed --num_gpus 8 --module training.trainer --bf16 {bf16}
+'''
+DB_TRAINER = '''\
+import argparse
+from transformers import Trainer, TrainingArguments
+p = argparse.ArgumentParser()
+p.add_argument("--bf16", default=False, action="store_true")
+args = p.parse_args()
+if __name__ == "__main__":
+    Trainer(model=m, args=TrainingArguments(output_dir="o", bf16=args.bf16)).train()
+'''
+
+
+def test_a_databricks_notebook_source_is_read_as_cells_and_its_shell_launches():
+    files = {"train_nb.py": DATABRICKS.replace("{bf16}", "true"), "training/__init__.py": "",
+             "training/trainer.py": DB_TRAINER}
+    result = scan_files(files)
+    assert [f for f in result.findings if f.code == "SYS001"] == []
+    wl = next(w for w in result.workloads if w["entrypoint"] == "training/trainer.py")
+    assert sorted(l["where"] for l in wl["launchers"]) == ["train_nb.py:15", "train_nb.py:23"], wl["launchers"]
+    assert wl["resolved"]["precision"]["mixed"] is True
+
+
+@pytest.mark.parametrize("command, linked, mixed", [
+    ("deepspeed $GPU_FLAGS --module training.trainer --epochs 2", True, False),
+    ("deepspeed --module training.trainer --epochs 2 $PRECISION_FLAGS", True, None),
+    ("deepspeed --module training.trainer --epochs 2 --lr $LR", True, False),
+])
+def test_unresolved_words_in_a_launch_line(command, linked, mixed):
+    """An unresolved word before the target is launcher options (the target is still found); one among the
+    script's own arguments may hold flags, so a flag not seen there is unknown, not its default."""
+    files = {"run.sh": f"#!/bin/bash\n{command}\n", "training/__init__.py": "", "training/trainer.py": DB_TRAINER}
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "training/trainer.py")
+    assert bool(wl["launchers"]) is linked
+    assert wl["resolved"]["precision"]["mixed"] is mixed
+
+
+def test_an_ipython_interpolation_in_a_notebook_command_is_an_unresolved_word():
+    nb = DATABRICKS.replace("--num_gpus={num_gpus}", "{num_gpus_flag}").replace("--bf16 {bf16}\n\n", "{bf16_flag}\n\n")
+    files = {"train_nb.py": nb.replace("{bf16}", "true"), "training/__init__.py": "", "training/trainer.py": DB_TRAINER}
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "training/trainer.py")
+    assert "train_nb.py:15" in [l["where"] for l in wl["launchers"]]

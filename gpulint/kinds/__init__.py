@@ -6,6 +6,8 @@ of their kind is met.
 """
 from __future__ import annotations
 
+import re
+
 import importlib
 
 from gpulint.hookspecs import hookimpl
@@ -97,6 +99,17 @@ def _gpu_monitoring(source: Source) -> list[Fact]:
     return []
 
 
+#: ``{num_gpus_flag}`` in a ``!cmd``: IPython substitutes the Python value, which gpulint does not know
+_IPYTHON_EXPR = re.compile(r"(?<![$\w{]){([A-Za-z_][\w.]*(?:\[[^\]{}]*\])?)}(?!})")
+
+
+def _unset_variable(m: "re.Match") -> str:
+    """An IPython interpolation as a shell variable nothing sets (same length is not needed: the shell reader's
+    columns are the command's, and the name keeps the expression readable), so the shell reader treats the
+    word as unresolved instead of as literal text."""
+    return "${IPY_" + re.sub(r"\W", "_", m.group(1)) + "}"
+
+
 def _notebook_shell(source: Source) -> list[Fact]:
     """Launches and environment in a notebook's shell cells (``!accelerate launch ...``, ``%%bash``),
     read by the shell reader, at their cell and line."""
@@ -110,7 +123,7 @@ def _notebook_shell(source: Source) -> list[Fact]:
     out: list[Fact] = []
     for line, text in source.shell:
         try:
-            facts = scanner.feed(text, line, 1)
+            facts = scanner.feed(_IPYTHON_EXPR.sub(_unset_variable, text), line, 1)
         except Exception:  # noqa: BLE001 - one odd command must not lose the notebook's Python facts
             continue
         out += [replace(f, loc=source.loc(f.loc.line, f.loc.column)) for f in facts]
@@ -136,7 +149,7 @@ def gpulint_fact_extractors():
     return [
         Extractor("python", ("python", "notebook"), _python, needs=ML_WORDS),
         Extractor("configs", ("yaml", "json"), _configs),
-        Extractor("notebook-shell", ("notebook",), _notebook_shell),
+        Extractor("notebook-shell", ("notebook", "python"), _notebook_shell),  # python: Databricks notebook sources
         Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:", "cmd:")),
         Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
         Extractor("terraform-json", ("json",), _terraform_json),

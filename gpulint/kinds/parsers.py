@@ -19,9 +19,51 @@ def parse_python(text: str, path: str) -> Source:
         line, col, msg = where
         return ParseError(f"Python syntax error: {msg}", line, col)
 
+    if text.startswith(DATABRICKS_HEADER):
+        module, shell = databricks_cells(text)
+        source = PythonSource(path, "python", module, shell=shell)
+        source.syntax = _parse_module(module, syntax_error)
+        return source
     source = PythonSource(path, "python", text)
     source.syntax = _parse_module(text, syntax_error)
     return source
+
+
+#: the first line of a notebook exported from (or kept in a repo by) Databricks as a .py file
+DATABRICKS_HEADER = "# Databricks notebook source"
+_DATABRICKS_CELL = re.compile(r"^# COMMAND -{5,}\s*$")
+_DATABRICKS_MAGIC = re.compile(r"^# MAGIC ?")
+
+
+def databricks_cells(text: str) -> tuple[str, list[tuple[int, str]]]:
+    """A Databricks notebook source file as Python with the same lines: its cells (split at
+    ``# COMMAND ----------``) read as IPython cells (``!deepspeed ...``, ``%pip`` rewritten by gpulint.ipython),
+    and the shell of its ``# MAGIC %sh`` cells and ``!`` lines as (line, text). ``# MAGIC`` lines are
+    comments to Python already."""
+    lines = text.split("\n")
+    out: list[str] = []
+    shell: list[tuple[int, str]] = []
+    start = 0
+    for i in range(len(lines) + 1):
+        if i < len(lines) and not _DATABRICKS_CELL.match(lines[i]):
+            continue
+        cell = lines[start:i]
+        if cell and any(_DATABRICKS_MAGIC.match(l) for l in cell if l.strip()) and \
+                all(_DATABRICKS_MAGIC.match(l) or not l.strip() for l in cell):
+            body = [_DATABRICKS_MAGIC.sub("", l, count=1) for l in cell]
+            first = next((j for j, l in enumerate(body) if l.strip()), None)
+            if first is not None and body[first].strip() == "%sh":
+                # line k of "%%sh" + the rest is line first + k of the cell
+                shell += [(start + 1 + first + at, cmd) for at, cmd in shell_commands("\n".join(["%%sh"] + body[first + 1:]))]
+            out += cell  # comments as they are
+        else:
+            rewritten = python_lines("\n".join(cell)) if cell else []
+            out += rewritten + [""] * (len(cell) - len(rewritten))
+            shell += [(start + 1 + at, cmd) for at, cmd in shell_commands("\n".join(cell))]
+        if i < len(lines):
+            out.append(lines[i])
+        start = i + 1
+    return "\n".join(out), shell
 
 
 def _parse_module(text: str, syntax_error) -> ast.Module:

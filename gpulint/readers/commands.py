@@ -131,6 +131,19 @@ def _is_tool_word(word: Word) -> bool:
     return bool(_PYTHON.match(b)) or b in _LAUNCHERS or bool(_SHELL_FILE.search(b))
 
 
+def _target_follows(words, i: int) -> bool:
+    """Is the launcher's target still ahead: a known ``--module``/``-m`` flag or ``*.py`` word after `i`, with
+    only flags and unresolved words before it?"""
+    for w in words[i:]:
+        if not w.known:
+            continue
+        if w.text in ("--module", "-m") or w.text.endswith(".py"):
+            return True
+        if not w.text.startswith("-"):
+            return False
+    return False
+
+
 def _scan_options(words, i, bools=frozenset(), pairs=frozenset(), stop_at_tool=False, attached=True):
     """Read `-x v`, `--flag v`, `--flag=v`, boolean flags from words[i:].
 
@@ -148,6 +161,11 @@ def _scan_options(words, i, bools=frozenset(), pairs=frozenset(), stop_at_tool=F
             if t.startswith("-") and "=" in t and not _looks_expanded(name):
                 pass  # `--nnodes=$NNODES`: a known flag whose value is unresolved
             elif stop_at_tool:  # an unresolved `$EXTRA_ARGS` among wrapper options: skip it
+                i += 1
+                continue
+            elif _target_follows(words, i + 1):
+                # `deepspeed $GPU_FLAGS --module training.trainer`: the unresolved word is launcher options, since
+                # the script (a .py word or --module) comes after it
                 i += 1
                 continue
             else:
@@ -199,6 +217,12 @@ def _norm(flag: str) -> str:
 def _script_args(value: dict, args: list[Word], flags: dict) -> None:
     """Record the script's own arguments and a DeepSpeed config passed to it."""
     value["args"] = [a.text for a in args]
+    for k, a in enumerate(args):
+        prev = args[k - 1] if k else None
+        if not a.known and not a.text.startswith("-") and not (prev is not None and prev.known and prev.text.startswith("-")
+                                                                and "=" not in prev.text):
+            # `... --epochs 2 $BF16_FLAG`: a word that may expand to flags of its own; a flag not seen may be in it
+            value["args_open"] = True
     for k, a in enumerate(args):
         if not a.known or not a.text.startswith("--"):
             continue
