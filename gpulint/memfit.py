@@ -213,6 +213,8 @@ def processes_per_node(wl: Workload) -> int | None:
 def _accelerate_procs(wl: Workload, v: dict) -> int | None:
     machines = v.get("num_machines")
     total = v.get("num_processes")
+    if isinstance(machines, str) or isinstance(total, str):
+        return None  # ``--num_processes $NP``: the launcher overrides the config with a value not known here
     for f in wl.of("config.accelerate"):
         machines = machines or f.value.get("num_machines")
         total = total or f.value.get("num_processes")

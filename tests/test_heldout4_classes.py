@@ -381,3 +381,18 @@ def test_an_ipython_interpolation_in_a_notebook_command_is_an_unresolved_word():
     files = {"train_nb.py": nb.replace("{bf16}", "true"), "training/__init__.py": "", "training/trainer.py": DB_TRAINER}
     wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "training/trainer.py")
     assert "train_nb.py:15" in [l["where"] for l in wl["launchers"]]
+
+
+ACC_CONFIG = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 1\nnum_processes: 8\n"
+ACC_TRAIN = ("from accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\nacc = Accelerator()\n"
+             "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n"
+             "model, opt, loader = acc.prepare(model, opt, loader)\nfor b in loader:\n    acc.backward(model(**b).loss)\n    opt.step()\n")
+
+
+@pytest.mark.parametrize("procs, fires", [("$NP", False), ("32", False), ("8", True)])
+def test_an_unresolved_num_processes_overrides_the_accelerate_config(procs, fires):
+    sky = ("resources:\n  accelerators: H100:8\nnum_nodes: 4\nfile_mounts:\n  /sft: ./sft\nrun: |\n"
+           "  NP=$(($SKYPILOT_NUM_GPUS_PER_NODE * $SKYPILOT_NUM_NODES))\n"
+           f"  accelerate launch --config_file /sft/fsdp.yaml --num_machines 4 --num_processes {procs} /sft/train.py\n")
+    files = {"job.yaml": sky, "sft/fsdp.yaml": ACC_CONFIG, "sft/train.py": ACC_TRAIN}
+    assert bool(findings(files, "MEM004")) is fires  # 8 processes over 4 machines: 2 of each node's 8 GPUs

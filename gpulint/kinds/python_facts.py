@@ -636,6 +636,8 @@ def _precision(f: _Facts) -> None:
             for arg in args:
                 value = f.ev.value(arg, c.scope)
                 enabled, dtype = half_precision(value)
+                if enabled == "by_dtype" and not _dtype_flag(value):
+                    continue  # ``.to(args.gpu)``: a flag naming a device, not a dtype
                 if enabled is True or enabled == "by_dtype":
                     key = dtype["cli_arg"] if isinstance(dtype, dict) else "to"  # the flag that decides it
                     f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, key)
@@ -675,6 +677,19 @@ def _precision(f: _Facts) -> None:
                                 "enabled": True if enabled is True else None}, c.node, q)
         elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
             f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+
+
+_DTYPE_FLAG = re.compile(r"dtype|precision|half|bf16|fp16|float|amp", re.I)
+
+
+def _dtype_flag(marker: dict) -> bool:
+    """Does a command-line flag choose a dtype: its default names one (``"bfloat16"``, ``torch.float16``) or its
+    name says so (``--dtype``, ``--precision``)? ``--gpu`` or ``--device`` do not."""
+    default = marker.get("default")
+    if isinstance(default, str) and default.lower().removeprefix("torch.") in ("bfloat16", "bf16", "float16", "fp16", "half",
+                                                                                "float32", "fp32", "float"):
+        return True
+    return bool(_DTYPE_FLAG.search(marker.get("cli_arg", "")))
 
 
 def _module_built(qualname: str) -> bool:

@@ -409,10 +409,9 @@ def _parse_accelerate_opts(words: list[Word], start: int) -> Launch | None:
             value["config_file"] = _str(val)
         elif key == "mixed_precision":
             value["mixed_precision"] = _str(val).lower() if _str(val) else None
-        elif key == "num_processes":
-            value["num_processes"] = _int(val)
-        elif key == "num_machines":
-            value["num_machines"] = _int(val)
+        elif key in ("num_processes", "num_machines"):
+            # an unresolved value (``--num_processes $NP``) is kept as its text: it still overrides the config
+            value[key] = _int(val) if val is None or val.known else val.text
         elif key in ("multi_gpu", "use_deepspeed", "use_fsdp"):
             value[key] = True
         elif key == "deepspeed_config_file":
@@ -422,9 +421,10 @@ def _parse_accelerate_opts(words: list[Word], start: int) -> Launch | None:
         else:
             continue
         launch.flags[name] = fw
-    value["nnodes"] = value["num_machines"]
-    if value["num_machines"] and value["num_processes"] and value["num_processes"] % value["num_machines"] == 0:
-        value["nproc_per_node"] = value["num_processes"] // value["num_machines"]
+    machines, total = value["num_machines"], value["num_processes"]
+    value["nnodes"] = machines if isinstance(machines, int) else None
+    if isinstance(machines, int) and isinstance(total, int) and machines and total and total % machines == 0:
+        value["nproc_per_node"] = total // machines
     if i >= len(words):
         return None
     target = words[i]
