@@ -30,6 +30,8 @@ _OPAQUE_PREFIXES = ("transformers.", "timm.", "torchvision.models.", "diffusers.
                     "tensorflow.keras.applications.", "tensorflow_hub.", "keras_nlp.", "keras_hub.", "ultralytics.",
                     "open_clip.", "sentence_transformers.", "segmentation_models_pytorch.", "torch.hub.", "lightning.pytorch.demos.",
                     "pytorch_lightning.demos.")
+#: loads of those libraries that are not the model (tokenizers, processors, configs): named only when nothing else is
+_NOT_A_MODEL = re.compile(r"Tokenizer|Processor|FeatureExtractor|Config|ImageProcessor|set_seed|Parser")
 _OPAQUE_ATTRS = frozenset({"from_pretrained", "from_config", "create_model", "load_model", "from_preset"})
 _OPAQUE_CALLS = frozenset({"torch.load", "torch.jit.load", "torch.export.load", "keras.models.load_model",
                            "tensorflow.keras.models.load_model"})
@@ -59,6 +61,7 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
     # those libraries the file calls (``transformers.set_seed``), which only marks the file's sizes as not counted
     opaque = min((c for c in ix.calls if _opaque(c, bound.get(id(c.node), c.assigned_to))), default=None,
                  key=lambda c: (c.attr not in _OPAQUE_ATTRS and c.qualname not in _OPAQUE_CALLS,
+                                _NOT_A_MODEL.search(c.qualname or "") is not None,
                                 not (c.qualname or c.attr).rsplit(".", 1)[-1][:1].isupper(), c.order))
     if opaque is not None:
         # a pretrained, registry or loaded model: whatever else the file builds, the model's size is not counted here
