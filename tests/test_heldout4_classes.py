@@ -396,3 +396,15 @@ def test_an_unresolved_num_processes_overrides_the_accelerate_config(procs, fire
            f"  accelerate launch --config_file /sft/fsdp.yaml --num_machines 4 --num_processes {procs} /sft/train.py\n")
     files = {"job.yaml": sky, "sft/fsdp.yaml": ACC_CONFIG, "sft/train.py": ACC_TRAIN}
     assert bool(findings(files, "MEM004")) is fires  # 8 processes over 4 machines: 2 of each node's 8 GPUs
+
+
+@pytest.mark.parametrize("build, fires", [
+    ("Trainer.from_argparse_args(opt)", False),
+    ("Trainer(**trainer_kwargs)", False),
+    ("Trainer(max_epochs=3)", True),
+])
+def test_a_lightning_trainer_built_from_flags_or_a_config_has_an_undecided_precision(build, fires):
+    src = ("import pytorch_lightning as pl\nfrom pytorch_lightning import Trainer\n"
+           f"if __name__ == '__main__':\n    model = Net().cuda()\n    trainer = {build}\n    trainer.fit(model, data)\n")
+    files = {"main.py": src, "sky.yaml": "resources:\n  accelerators: A100:1\nrun: python main.py --base configs/ldm.yaml\n"}
+    assert bool(findings(files, "AMP001")) is fires

@@ -599,10 +599,16 @@ def _precision(f: _Facts) -> None:
             # Accelerator() without the argument takes the accelerate config / launch flag
             f.add("precision", {"mechanism": "accelerate", "dtype": None, "enabled": None, "from_launcher": True}, c.node, "mixed_precision")
     for c in ix.calls:
-        if c.qualname in LIGHTNING_TRAINERS:
+        q = c.qualname or ""
+        built = q.endswith(_TRAINER_BUILDERS) and _framework_class(q, {}) in LIGHTNING_TRAINERS
+        if q in LIGHTNING_TRAINERS or built:
             if f.present(c, "precision"):
                 p = f.val(c, "precision")
                 f.add("precision", _lightning_precision(p), c.node, "precision")
+            elif built or f.opaque_kwargs(c):
+                # ``Trainer.from_argparse_args(opt)`` reads --precision from the command line, ``Trainer(**cfg)`` from
+                # a config: decided at run time
+                f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None}, c.node, "precision")
             else:
                 f.add("precision", {"mechanism": "lightning", "dtype": "fp32", "enabled": False, "default": True}, c.node, "precision")
     for c in ix.calls_to(*FSDP_MP):
