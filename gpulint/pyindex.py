@@ -67,6 +67,9 @@ class Call:
     #: (a Windows/macOS branch: ``if sys.platform == "win32":``)
     guards: tuple[str, ...] = ()
     order: int = 0  # position in PyIndex.calls (source order)
+    #: the tests of the ``if`` statements and conditional expressions around the call (outermost first), each with
+    #: True for its body and False for its else branch: ``if args.amp: with autocast():`` runs only where the flag is set
+    conditions: tuple[tuple[ast.expr, bool], ...] = ()
 
     def kwarg(self, name: str) -> ast.expr | None:
         for kw in self.node.keywords:
@@ -357,6 +360,7 @@ class _Indexer:
         self.assign_target: dict[int, str] = {}
         self.class_stack: list[tuple[str, bool]] = []
         self.guards: list[str] = []
+        self.conditions: list[tuple[ast.expr, bool]] = []
         self.handlers = {
             ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
             ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
@@ -428,30 +432,36 @@ class _Indexer:
                 if node.body and "!=" not in test_text:
                     self.ix.main_blocks.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
         body_guard, else_guard = guard_of(node.test, test_text)
-        for guard, stmts in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
+        for guard, stmts, side in ((else_guard, node.orelse, False), (body_guard, node.body, True)):  # pushed in reverse
             if stmts:
-                self._push_branch(push, guard, stmts)
+                self._push_branch(push, guard, stmts, (node.test, side))
         push(node.test)
 
     def _ifexp(self, node: ast.IfExp, push) -> None:
         """``torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")``: each side under the
         guard its test decides, as for an ``if`` statement."""
         body_guard, else_guard = guard_of(node.test, self._code(node.test))
-        for guard, expr in ((else_guard, node.orelse), (body_guard, node.body)):  # pushed in reverse
-            self._push_branch(push, guard, [expr])
+        for guard, expr, side in ((else_guard, node.orelse, False), (body_guard, node.body, True)):  # pushed in reverse
+            self._push_branch(push, guard, [expr], (node.test, side))
         push(node.test)
 
-    def _push_branch(self, push, guard: str | None, nodes: list) -> None:
-        """Push a branch's nodes for the walk, under `guard` (set on entering them, dropped after) when there is one."""
+    def _push_branch(self, push, guard: str | None, nodes: list, condition: tuple[ast.expr, bool]) -> None:
+        """Push a branch's nodes for the walk, under `guard` (set on entering them, dropped after) when there is one,
+        and under the test that leads to it."""
+        push(_Leave(self._pop_condition))
         if guard:
             push(_Leave(self._pop_guard))
         for n in reversed(nodes):
             push(n)
         if guard:
             push(_Leave(self.guards.append, guard))
+        push(_Leave(self.conditions.append, condition))
 
     def _pop_guard(self, _=None) -> None:
         self.guards.pop()
+
+    def _pop_condition(self, _=None) -> None:
+        self.conditions.pop()
 
     # -- names -------------------------------------------------------------------------
     def resolve(self, text: str | None) -> str | None:
@@ -618,6 +628,7 @@ class _Indexer:
             decorator=id(node) in self.decorator_calls,
             assigned_to=self.assign_target.get(id(node), ""),
             guards=tuple(self.guards),
+            conditions=tuple(self.conditions),
             order=len(self.ix.calls),
         )
         self.ix.calls.append(call)

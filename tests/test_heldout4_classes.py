@@ -408,3 +408,45 @@ def test_a_lightning_trainer_built_from_flags_or_a_config_has_an_undecided_preci
            f"if __name__ == '__main__':\n    model = Net().cuda()\n    trainer = {build}\n    trainer.fit(model, data)\n")
     files = {"main.py": src, "sky.yaml": "resources:\n  accelerators: A100:1\nrun: python main.py --base configs/ldm.yaml\n"}
     assert bool(findings(files, "AMP001")) is fires
+
+
+# -- precision: a mechanism behind a flag ----------------------------------------------------------
+GUARDED = '''\
+import argparse
+import torch
+p = argparse.ArgumentParser()
+p.add_argument("--use_amp", action="store_true")
+args = p.parse_args()
+USE_FP16 = {constant}
+model = Net().cuda()
+opt = torch.optim.AdamW(model.parameters())
+{cast}
+for x in loader:
+    {guard}
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x.cuda()).sum()
+    {other}
+    loss.backward()
+    opt.step()
+'''
+
+
+def _guarded(guard: str, launch: str = "python train.py", constant: str = "False", cast: str = "") -> list[str]:
+    src = GUARDED.replace("{guard}", guard).replace("{constant}", constant).replace("{cast}", cast).replace(
+        "{other}", "else:\n        loss = model(x.cuda()).sum()" if guard.startswith("if") else "")
+    if not guard.startswith("if"):
+        src = src.replace("    \n        with", "    with").replace("\n            loss = model", "\n        loss = model")
+    files = {"train.py": src, "sky.yaml": f"resources:\n  accelerators: A100:1\nrun: {launch}\n"}
+    return [f.code for f in findings(files, "AMP001")]
+
+
+@pytest.mark.parametrize("guard, launch, fires", [
+    ("if args.use_amp:", "python train.py", True),                # the flag is off unless passed
+    ("if args.use_amp:", "python train.py --use_amp", False),
+    ("if args.use_amp and torch.cuda.is_available():", "python train.py", True),
+    ("if torch.cuda.is_available():", "python train.py", False),  # a device check: the GPU host takes it
+    ("if USE_FP16:", "python train.py", True),                    # a constant that is False: never runs
+    ("if scaler_enabled(x):", "python train.py", False),          # undecidable: silent
+])
+def test_autocast_behind_a_flag_is_on_only_where_the_flag_is(guard, launch, fires):
+    assert bool(_guarded(guard, launch)) is fires

@@ -16,7 +16,9 @@ import ast
 
 from gpulint.model import Fact
 from gpulint.kinds.layer_sizes import count_models
-from gpulint.pyindex import DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, SourceText, build_index, dotted, elements, literal, string
+from gpulint.facts import is_cli
+from gpulint.pyindex import (DTYPE_STRINGS, UNKNOWN, Call, Evaluator, OneOf, PyIndex, SourceText, build_index, dotted, elements,
+                             guard_of, literal, string)
 from gpulint.sources import Source
 
 #: cheap text gate: a Python file mentioning none of these cannot hold a fact
@@ -113,9 +115,44 @@ class _Facts:
         self.ev = Evaluator(ix)
         self.out: list[Fact] = []
         self.getitem_classes: list[tuple[ast.ClassDef, bool]] | None = None  # see _getitem_classes
+        self._calls_by_node: dict[int, Call] | None = None
 
     def add(self, kind: str, value: Any, node: ast.AST, key: str = "", **attrs: Any) -> None:
+        if kind == "precision" and isinstance(value, dict) and value.get("enabled") is True:
+            value = self._conditioned(value, node)
+            if value is None:
+                return  # in a branch that never runs
         self.out.append(Fact(kind, value, self.src.node_loc(node), key, "", attrs))
+
+    def _conditioned(self, value: dict, node: ast.AST) -> dict | None:
+        """A mixed-precision mechanism inside ``if args.amp:`` (or ``if self.use_fp16:``) is on only where that
+        test holds: its ``enabled`` becomes the flag (resolved against the launchers) or undecided. Tests that
+        are GPU/CPU checks, debug switches or OS branches are the guards' business, not this."""
+        if self._calls_by_node is None:
+            self._calls_by_node = {id(c.node): c for c in self.ix.calls}
+        c = self._calls_by_node.get(id(node))
+        if c is None or not c.conditions:
+            return value
+        decided: list[Any] = []
+        for test, side in c.conditions:
+            parts = list(test.values) if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And and side else [test]
+            parts = [p for p in parts if not any(guard_of(p, ast.unparse(p)))]  # device, OS and debug checks: guards
+            for part in parts:
+                negated = False
+                while part.__class__ is ast.UnaryOp and part.op.__class__ is ast.Not:
+                    part, negated = part.operand, not negated
+                v = self.ev.value(part, c.scope) if part.__class__ in (ast.Name, ast.Attribute) else UNKNOWN
+                if isinstance(v, bool):
+                    if (v != negated) != side:
+                        return None  # ``USE_AMP = False`` ... ``if USE_AMP:``: the branch never runs
+                    continue
+                if is_cli(v) and side and not negated and len(parts) == 1:
+                    decided.append(v)
+                    continue
+                return {**value, "enabled": None, "guarded": True}  # a condition gpulint cannot decide
+        if len(decided) == 1:
+            return {**value, "enabled": decided[0], "guarded": True}
+        return value if not decided else {**value, "enabled": None, "guarded": True}
 
     def val(self, call: Call, kw: str | None = None, pos: int | None = None) -> Any:
         node = self.kwarg(call, kw) if kw else None
