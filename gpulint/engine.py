@@ -108,6 +108,12 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
             res.errors.append(format_traceback(exc))
             return res
         res.parsed = True
+        for exc in getattr(source, "cell_errors", ()):
+            # a cell that does not parse was read as empty and the other cells were read (Jupyter runs each cell on
+            # its own): info, since nothing of the notebook's other cells is missing from its checks
+            res.findings.append(_parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column),
+                                             exc.message, _NEWER_PYTHON if isinstance(exc, NewerSyntax) else _CELL_SYNTAX
+                                             ).with_(severity=Severity.INFO))
         if kind == "notebook":
             res.suppressions = _notebook_suppressions(source)
         else:
@@ -157,6 +163,8 @@ def _read_error(rel: str, problem: str) -> Finding:
 
 
 _FIX_SYNTAX = "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete."
+_CELL_SYNTAX = ("Fix the cell (or mark it as text); gpulint read the notebook's other cells and skipped this one, so "
+                "whatever it sets up is missing from the checks.")
 _NEWER_PYTHON = ("The file is valid for a newer Python than the one gpulint runs on, so gpulint did not read it; run gpulint on "
                  "that Python (for example in CI) to check it.")
 _OVER_BUDGET = ("The file is past a parse budget, so gpulint did not read it (the rest of the scan is complete). If it is real "

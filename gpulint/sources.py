@@ -41,6 +41,8 @@ class Source:
     shell: list[tuple[int, str]] = field(default_factory=list)
     #: notebooks: the instance its kernel runs on, as SageMaker Studio records it (``metadata.instance_type``)
     kernel_instance: str | None = None
+    #: notebooks: cells that did not parse and were read as empty (each a ParseError at its cell), the rest was read
+    cell_errors: list = field(default_factory=list)
     _positions: Any = None
     _index: Any = None
     #: Python and notebooks: CPython's syntax tree of `text` (positions in UTF-8 bytes, see node_loc)

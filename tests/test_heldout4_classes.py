@@ -450,3 +450,21 @@ def _guarded(guard: str, launch: str = "python train.py", constant: str = "False
 ])
 def test_autocast_behind_a_flag_is_on_only_where_the_flag_is(guard, launch, fires):
     assert bool(_guarded(guard, launch)) is fires
+
+
+def _nb(*cells: str) -> str:
+    import json
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": c} for c in cells],
+                       "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_cell_that_does_not_parse_is_skipped_and_the_rest_is_read():
+    nb = _nb("curl -X POST https://example.com/generate -d '{\"inputs\": \"hi\"}'",
+             "from sagemaker.pytorch import PyTorch\n"
+             "PyTorch(entry_point='train.py', instance_type='ml.p4d.24xlarge', role=role, framework_version='2.1').fit()\n")
+    train = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
+    result = scan_files({"launch.ipynb": nb, "train.py": train})
+    (err,) = [f for f in result.findings if f.code == "SYS001"]
+    assert "cell 1" in err.message and err.severity.value == "info"
+    wl = next(w for w in result.workloads if w["entrypoint"] == "train.py")
+    assert wl["compute"], wl  # the estimator of the next cell is read

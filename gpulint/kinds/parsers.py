@@ -184,8 +184,43 @@ def parse_notebook(text: str, path: str) -> Source:
     meta = nb.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("instance_type"), str):
         source.kernel_instance = meta["instance_type"]
-    source.syntax = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
+    try:
+        source.syntax = _parse_module(module, lambda exc, cst_exc: _notebook_syntax_error(source, exc))
+    except LimitExceeded:
+        raise
+    except ParseError as whole:
+        _parse_without_bad_cells(source, parts, whole)
     return source
+
+
+def _parse_without_bad_cells(source: PythonSource, parts: list[str], whole: ParseError) -> None:
+    """Jupyter runs each cell on its own: a cell that does not parse (a pasted shell line, a placeholder, newer
+    syntax) fails alone and the others run. The notebook is read without its bad cells, each reported
+    (``source.cell_errors``); `whole` is raised when even the rest does not parse."""
+    errors: list[ParseError] = []
+    kept: list[str] = []
+    start = 1
+    for body in parts:
+        n = body.count("\n") + 1
+        try:
+            _parse_module(body + "\n", lambda where, _e: ParseError(where[2], where[0], where[1]))
+            kept.append(body)
+        except LimitExceeded:
+            raise
+        except ParseError as exc:
+            line, col = start + exc.line - 1, exc.column
+            err = _notebook_syntax_error(source, (line, col, exc.message))
+            errors.append(NewerSyntax(err.message, err.line, err.column) if isinstance(exc, NewerSyntax) else err)
+            errors[-1].location = err.location  # type: ignore[attr-defined]
+            kept.append("\n".join([""] * n))  # the same lines, empty: positions of later cells stay
+        start += n
+    if not errors:
+        raise whole
+    try:
+        source.syntax = _parse_module("\n".join(kept) + "\n", lambda where, _e: whole)
+    except ParseError:
+        raise whole from None
+    source.cell_errors = errors
 
 
 def _notebook_syntax_error(source: Source, where: tuple[int, int, str]) -> ParseError:
