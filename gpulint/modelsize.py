@@ -70,6 +70,7 @@ _MOE = re.compile(r"(?<![a-z0-9.])(\d+)x(\d+(?:\.\d+)?)b(?![a-z0-9])", re.I)
 # A letter or digit before the number ("v2", "qwen2", "t5") or after the unit ("7b1") is not a size.
 _SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)([bm])(?![a-z0-9])", re.I)
 _MIN_PARAMS, _MAX_PARAMS = 1_000_000, 10_000_000_000_000
+_UNDERSCORE_DECIMAL = re.compile(r"\d_\d+[bm](?![a-z0-9])", re.I)
 # "-16E", "-128E": the number of experts of a mixture-of-experts model, beside its active size
 _EXPERTS = re.compile(r"(?<![a-z0-9.])\d+e(?![a-z0-9])", re.I)
 
@@ -97,6 +98,8 @@ def from_name(name: Any, extra: Iterable[Mapping] = ()) -> ModelSize | None:
         return None
     if _EXPERTS.search(last):
         return None  # "Scout-17B-16E": the size in a name with an expert count is the active size, not the total
+    if _UNDERSCORE_DECIMAL.search(last):
+        return None  # "Qwen-1_8B" is 1.8B, "llama_2_7b" is 7B: digits joined by "_" before the unit say neither for sure
     sizes = {(float(m.group(1)), m.group(2).lower()) for m in _SIZE.finditer(last)}
     if len(sizes) != 1:
         return None  # none, or conflicting hints such as "7b-distilled-from-70b"

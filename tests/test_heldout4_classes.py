@@ -468,3 +468,10 @@ def test_a_notebook_cell_that_does_not_parse_is_skipped_and_the_rest_is_read():
     assert "cell 1" in err.message and err.severity.value == "info"
     wl = next(w for w in result.workloads if w["entrypoint"] == "train.py")
     assert wl["compute"], wl  # the estimator of the next cell is read
+
+
+@pytest.mark.parametrize("name, params", [("Qwen/Qwen-1_8B-Chat", None), ("llama_2_7b", None), ("runs/model_7b", 7_000_000_000)])
+def test_digits_joined_by_an_underscore_before_the_unit_are_no_size(name, params):
+    from gpulint import modelsize
+    size = modelsize.from_name(name)
+    assert (size.params if size else None) == params
