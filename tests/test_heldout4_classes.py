@@ -475,3 +475,49 @@ def test_digits_joined_by_an_underscore_before_the_unit_are_no_size(name, params
     from gpulint import modelsize
     size = modelsize.from_name(name)
     assert (size.params if size else None) == params
+
+
+SERVER = '''\
+import torch
+from fastapi import FastAPI
+from transformers import AutoModel, AutoTokenizer
+app = FastAPI()
+tokenizer = AutoTokenizer.from_pretrained("THUDM/chatglm3-6b", trust_remote_code=True)
+model = AutoModel.from_pretrained("THUDM/chatglm3-6b"{kw}).cuda()
+model.eval()
+
+
+@app.post("/chat")
+def chat(q: str):
+    with torch.no_grad():
+        return model.chat(tokenizer, q)
+'''
+DEPLOY = '''\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: chat
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: chat}
+  template:
+    metadata:
+      labels: {app: chat}
+    spec:
+      nodeSelector:
+        node.kubernetes.io/instance-type: g5.xlarge
+      containers:
+        - name: chat
+          image: chat:1
+          command: ["python", "api_server.py"]
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+'''
+
+
+@pytest.mark.parametrize("kw, fires", [(", trust_remote_code=True", False), ("", True)])
+def test_a_model_whose_own_code_picks_its_dtype_is_not_served_in_fp32_for_sure(kw, fires):
+    files = {"api_server.py": SERVER.replace("{kw}", kw), "k8s/deploy.yaml": DEPLOY}
+    assert bool(findings(files, "INF001")) is fires

@@ -710,6 +710,12 @@ def _precision(f: _Facts) -> None:
             # "auto" loads the checkpoint's own dtype, which the repository does not say: undecided
             f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled, "load_dtype": True},
                   c.node, "torch_dtype")
+        elif c.attr == "from_pretrained" and _norm(f.val(c, "trust_remote_code")) is True and \
+                not re.search(r"Tokenizer|Processor|Config|FeatureExtractor", c.qualname or c.receiver):
+            # the repository's own modelling code runs (Qwen switches itself to bf16, ChatGLM builds its layers in
+            # the config's fp16): without a torch_dtype the dtype is that code's choice, not fp32 for sure
+            f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None, "load_dtype": True},
+                  c.node, "trust_remote_code")
     # quantized loads compute in the dtype their config names (bitsandbytes' compute dtype, GPTQ/AWQ kernels)
     for c in ix.calls:
         q = c.qualname or ""
