@@ -917,8 +917,13 @@ class Evaluator:
 
     def _name(self, name: str, scope: str, depth: int, use: ast.AST | None = None) -> Any:
         assigns = self.ix.bindings(name, scope, use)
+        if assigns is None or (not assigns and name in self.ix.params.get(scope, ())):
+            # a parameter no straight-line code rebinds: what the module's calls of the function pass
+            if not any(a.target == name and a.scope == scope for a in self.ix.assigns):
+                return self._argument_value(name, scope, depth)
+            return UNKNOWN
         if not assigns:
-            return UNKNOWN  # unbound here, or a parameter its caller decides
+            return UNKNOWN  # unbound here
         values = [self.value(a.value, a.scope, depth + 1) if a.value is not UNKNOWN_EXPR else UNKNOWN for a in assigns]
         first = values[0]
         if first is UNKNOWN or any(v is UNKNOWN for v in values):
@@ -959,26 +964,59 @@ class Evaluator:
         """``args.bf16`` where ``args`` is a parameter (``def train(args)``, called as ``train(args)`` after
         ``args = parser.parse_args()``): the attribute of what every call in this module passes, when the
         calls agree; unknown when the function is not called here (another module's caller decides)."""
-        fn = self.ix.top_functions.get(scope)
-        if fn is None or depth > 8:
+        args = self._arguments(param, scope, depth)
+        if args is None or any(node.__class__ is not ast.Name for node, _ in args):
             return UNKNOWN
-        positional = [x.arg for x in fn.args.posonlyargs + fn.args.args]
+        values = [self._attribute(node.id, attr, at, depth + 1) for node, at in args]
+        if any(v is UNKNOWN for v in values) or any(v != values[0] for v in values[1:]):
+            return UNKNOWN
+        return values[0]
+
+    def _argument_value(self, param: str, scope: str, depth: int) -> Any:
+        """A parameter's value from the calls of its function in this module (``get_estimator("ml.g5.12xlarge")``,
+        or its default where a call leaves it out): one value when they agree, one of several scalars when they
+        differ, unknown when the function is not called here."""
+        args = self._arguments(param, scope, depth)
+        if args is None:
+            return UNKNOWN
+        values = [self.value(node, at, depth + 1) for node, at in args]
+        if any(v is UNKNOWN for v in values):
+            return UNKNOWN
+        if all(v == values[0] for v in values[1:]):
+            return values[0]
+        return OneOf.of(values) if all(isinstance(v, _SCALARS) for v in values) else UNKNOWN
+
+    def _arguments(self, param: str, scope: str, depth: int) -> list[tuple[ast.expr, str]] | None:
+        """(argument expression, the caller's scope) of `param` at every call of the module-level function
+        `scope` in this module, its default standing in where a call leaves it out; None when there is no call,
+        or a call passes it in a way that cannot be read (``*args``, ``**kw``)."""
+        fn = self.ix.top_functions.get(scope)
+        if fn is None or depth > 8 or self.ix.bodies.get(scope) is None:
+            return None
+        a = fn.args
+        positional = [x.arg for x in a.posonlyargs + a.args]
         index = positional.index(param) if param in positional else None
-        values = []
+        defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+        defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        out = []
         for c in self.ix.calls:
             if c.func != scope or c.receiver:
                 continue
             node = c.kwarg(param)
             if node is None and index is not None and index < len(c.node.args):
+                if any(x.__class__ is ast.Starred for x in c.node.args[:index + 1]):
+                    return None
                 node = c.node.args[index]
-                if any(a.__class__ is ast.Starred for a in c.node.args[:index + 1]):
-                    return UNKNOWN
-            if node is None or node.__class__ is not ast.Name:
-                return UNKNOWN
-            values.append(self._attribute(node.id, attr, c.scope, depth + 1))
-        if not values or any(v is UNKNOWN for v in values) or any(v != values[0] for v in values[1:]):
-            return UNKNOWN
-        return values[0]
+            if node is None:
+                if any(kw.arg is None for kw in c.node.keywords) or any(x.__class__ is ast.Starred for x in c.node.args):
+                    return None
+                node = defaults.get(param)
+                if node is None:
+                    return None
+                out.append((node, ""))  # a default is evaluated where the function is defined (module level)
+                continue
+            out.append((node, c.scope))
+        return out or None
 
     def _from_cli(self, dest: str) -> Any:
         arg = self.ix.cli.get(dest)

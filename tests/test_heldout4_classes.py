@@ -521,3 +521,34 @@ spec:
 def test_a_model_whose_own_code_picks_its_dtype_is_not_served_in_fp32_for_sure(kw, fires):
     files = {"api_server.py": SERVER.replace("{kw}", kw), "k8s/deploy.yaml": DEPLOY}
     assert bool(findings(files, "INF001")) is fires
+
+
+# -- values: a parameter is what the module's calls pass ----------------------------------------
+HELPER_LAUNCH = '''\
+from sagemaker.pytorch import PyTorch
+
+
+def get_estimator(instance_type, count=1):
+    return PyTorch(entry_point="train.py", instance_type=instance_type, instance_count=count, role=role,
+                   framework_version="2.1", py_version="py310")
+
+
+est = get_estimator({args})
+est.fit()
+'''
+FP32_TRAIN = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
+
+
+@pytest.mark.parametrize("args, instance", [('"ml.g5.12xlarge"', "g5.12xlarge"), ('instance_type="ml.p4d.24xlarge"', "p4d.24xlarge")])
+def test_an_estimator_built_in_a_helper_takes_the_instance_its_call_passes(args, instance):
+    result = scan_files({"launch.py": HELPER_LAUNCH.replace("{args}", args), "train.py": FP32_TRAIN})
+    wl = next(w for w in result.workloads if w["entrypoint"] == "train.py")
+    assert wl["compute"]["instance"] == instance
+
+
+def test_a_helper_called_with_two_instances_is_one_of_them():
+    src = HELPER_LAUNCH.replace("est = get_estimator({args})\nest.fit()\n",
+                                'get_estimator("ml.g5.12xlarge").fit()\nget_estimator("ml.c5.xlarge").fit()\n')
+    result = scan_files({"launch.py": src, "train.py": FP32_TRAIN})
+    wl = next(w for w in result.workloads if w["entrypoint"] == "train.py")
+    assert not wl["compute"] or wl["compute"]["instance"] != "g5.12xlarge"  # a GPU or a CPU machine: not the GPU for sure
