@@ -552,3 +552,44 @@ def test_a_helper_called_with_two_instances_is_one_of_them():
     result = scan_files({"launch.py": src, "train.py": FP32_TRAIN})
     wl = next(w for w in result.workloads if w["entrypoint"] == "train.py")
     assert not wl["compute"] or wl["compute"]["instance"] != "g5.12xlarge"  # a GPU or a CPU machine: not the GPU for sure
+
+
+DIFFUSION_COLLATE = '''\
+import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from torchvision import transforms
+from accelerate import Accelerator
+
+acc = Accelerator(mixed_precision="fp16")
+augment = transforms.Compose([transforms.RandomCrop(512), transforms.ToTensor()])
+ds = load_dataset("imagefolder", data_dir="data")["train"]
+
+
+def preprocess(examples):
+    examples["pixel_values"] = [augment(im.convert("RGB")) for im in examples["image"]]
+    return examples
+
+
+def collate_fn(examples):
+    ids = tokenizer.pad({"input_ids": [e["input_ids"] for e in examples]}, return_tensors="pt").input_ids
+    return {{key}: torch.stack([e["pixel_values"] for e in examples]), "input_ids": ids}
+
+
+train = ds.with_transform(preprocess)
+loader = DataLoader(train, batch_size=4, collate_fn=collate_fn)
+unet, opt, loader = acc.prepare(unet, opt, loader)
+for batch in loader:
+    acc.backward(unet(batch["pixel_values"].cuda()).sum())
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("key, fires", [('"pixel_values"', True), ('"labels"', False)])
+def test_a_collate_that_pads_captions_and_stacks_images_is_no_text_collate(key, fires):
+    src = DIFFUSION_COLLATE.replace("{key}", key)
+    if not fires:  # a text dataset: the collate pads ids and stacks labels
+        src = src.replace('torch.stack([e["pixel_values"] for e in examples])', '[e["labels"] for e in examples]').replace(
+            "ds.with_transform(preprocess)", "load_dataset('json', data_files='rows.json')['train']")
+    files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: A10G:1\nrun: accelerate launch train.py\n"}
+    assert bool([f for f in findings(files, "IO001") if f.loc.line == 23]) is fires

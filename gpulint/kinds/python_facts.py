@@ -1032,10 +1032,21 @@ _ROW_METHODS = frozenset({"shuffle", "select", "filter", "rename_column", "renam
 
 
 def _tokenizes(ix: PyIndex, function: str) -> bool:
-    """Is a local function a text collate: it calls ``tokenizer.pad``/``tokenizer(...)`` and decodes nothing?"""
+    """Is a local function a text collate: it calls ``tokenizer.pad``/``tokenizer(...)``, decodes nothing and
+    batches no images (a diffusion collate pads the captions' ids and stacks ``pixel_values`` that the dataset's
+    transform decoded per sample)?"""
     calls = [c for c in ix.calls if c.scope == function]
-    return any(c.attr == "pad" or "tokenizer" in (c.func or "").lower() for c in calls) and \
-        not any((c.qualname or "") in MEDIA_DECODERS for c in calls)
+    if not any(c.attr == "pad" or "tokenizer" in (c.func or "").lower() for c in calls) or \
+            any((c.qualname or "") in MEDIA_DECODERS for c in calls):
+        return False
+    fn = ix.top_functions.get(function)
+    media_keys = fn is not None and any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _MEDIA_KEY.search(n.value)
+                                        for n in ast.walk(fn))
+    return not media_keys
+
+
+#: batch keys of images, audio or video: a collate that stacks them batches decoded media, not text
+_MEDIA_KEY = re.compile(r"pixel|image|img|audio|video|frames", re.I)
 
 
 #: per-sample decoding of media: the host work DataLoader workers exist for
