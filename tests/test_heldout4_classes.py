@@ -593,3 +593,37 @@ def test_a_collate_that_pads_captions_and_stacks_images_is_no_text_collate(key, 
             "ds.with_transform(preprocess)", "load_dataset('json', data_files='rows.json')['train']")
     files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: A10G:1\nrun: accelerate launch train.py\n"}
     assert bool([f for f in findings(files, "IO001") if f.loc.line == 23]) is fires
+
+
+EPOCH_LOOP = '''\
+import time
+import torch
+
+
+def train_one_epoch(model, criterion, data_loader, optimizer, epoch):
+    model.train()
+    batch_time, end = [], time.time()
+    for idx, (samples, targets) in enumerate({loader}):
+        samples, targets = samples.cuda(non_blocking=True), targets.cuda(non_blocking=True)
+        loss = criterion(model(samples), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+        batch_time.append(time.time() - end)
+        end = time.time()
+
+
+if __name__ == "__main__":
+    model = build_model().cuda()
+    for epoch in range(300):
+        train_one_epoch(model, criterion, loader, optimizer, epoch)
+'''
+
+
+@pytest.mark.parametrize("loader, severity", [("data_loader", "warning"), ("range(50)", "info")])
+def test_an_epoch_loops_batch_time_meter_is_no_benchmark(loader, severity):
+    files = {"main.py": EPOCH_LOOP.replace("{loader}", loader),
+             "sky.yaml": "resources:\n  accelerators: V100:8\nrun: torchrun --nproc_per_node 8 main.py\n"}
+    (f,) = findings(files, "AMP001")
+    assert f.severity.value == severity, f.message

@@ -299,7 +299,7 @@ def _benchmark(f: _Facts, backward: Call) -> None:
     scope = [c for c in f.ix.calls if c.scope == backward.scope]
     clocks = any(c.qualname in _CLOCKS for c in scope)
     syncs = any(c.qualname in ("torch.cuda.synchronize", "torch.cuda.Event") or c.attr == "elapsed_time" for c in scope)
-    if backward.scope and clocks and syncs:
+    if backward.scope and clocks and syncs and not _iterates_a_loader(f, backward.scope):
         f.add("benchmark", {"via": "timed steps"}, backward.node, backward.scope)
         return
     # the step's inputs are random tensors (made in its function, or in one it calls: a batch generator), and the
@@ -310,6 +310,22 @@ def _benchmark(f: _Facts, backward: Call) -> None:
                      for c in f.ix.calls)
     if synthetic is not None and not reads_data:
         f.add("benchmark", {"via": f"synthetic inputs ({synthetic.qualname})", "synthetic": True}, backward.node, backward.scope)
+
+
+_LOADER_WORDS = re.compile(r"loader|data_iter|dataiter|batches|prefetcher", re.I)
+
+
+def _iterates_a_loader(f: _Facts, scope: str) -> bool:
+    """Does the function loop over a data loader (``for i, (x, y) in enumerate(data_loader):``)? Then its clock
+    reads are the epoch loop's ``batch_time`` meter, as in most training scripts, not a benchmark's timing."""
+    body = f.ix.bodies.get(scope)
+    if not body:
+        return False
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and _LOADER_WORDS.search(ast.unparse(node.iter)):
+                return True
+    return False
 
 
 def _owner(ix: PyIndex, c: Call) -> dict:
