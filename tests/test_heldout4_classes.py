@@ -627,3 +627,8 @@ def test_an_epoch_loops_batch_time_meter_is_no_benchmark(loader, severity):
              "sky.yaml": "resources:\n  accelerators: V100:8\nrun: torchrun --nproc_per_node 8 main.py\n"}
     (f,) = findings(files, "AMP001")
     assert f.severity.value == severity, f.message
+
+
+def test_trust_remote_code_on_a_model_transformers_implements_changes_nothing():
+    src = SERVER.replace("THUDM/chatglm3-6b", "meta-llama/Llama-3.1-8B-Instruct").replace("{kw}", ", trust_remote_code=True")
+    assert [f.code for f in findings({"api_server.py": src, "k8s/deploy.yaml": DEPLOY}, "INF001")] == ["INF001"]

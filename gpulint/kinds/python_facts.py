@@ -727,9 +727,10 @@ def _precision(f: _Facts) -> None:
             f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled, "load_dtype": True},
                   c.node, "torch_dtype")
         elif c.attr == "from_pretrained" and _norm(f.val(c, "trust_remote_code")) is True and \
-                not re.search(r"Tokenizer|Processor|Config|FeatureExtractor", c.qualname or c.receiver):
-            # the repository's own modelling code runs (Qwen switches itself to bf16, ChatGLM builds its layers in
-            # the config's fp16): without a torch_dtype the dtype is that code's choice, not fp32 for sure
+                not re.search(r"Tokenizer|Processor|Config|FeatureExtractor", c.qualname or c.receiver) and \
+                _may_run_remote_code(f.val(c, "pretrained_model_name_or_path", 0)):
+            # the model repository's own modelling code runs (Qwen switches itself to bf16, ChatGLM builds its layers
+            # in the config's fp16): without a torch_dtype the dtype is that code's choice, not fp32 for sure
             f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None, "load_dtype": True},
                   c.node, "trust_remote_code")
     # quantized loads compute in the dtype their config names (bitsandbytes' compute dtype, GPTQ/AWQ kernels)
@@ -755,6 +756,16 @@ def _dtype_flag(marker: dict) -> bool:
                                                                                 "float32", "fp32", "float"):
         return True
     return bool(_DTYPE_FLAG.search(marker.get("cli_arg", "")))
+
+
+#: model repositories that ship their own modelling code (loaded only with trust_remote_code=True), which picks
+#: the dtype itself: Qwen (v1) turns bf16/fp16 on by itself, ChatGLM, Baichuan and InternLM build their layers in
+#: the config's dtype. A literal name of any other model runs transformers' own code (trust_remote_code is inert).
+_REMOTE_CODE_MODELS = re.compile(r"(^|/)(qwen-|chatglm|baichuan|internlm|minicpm|telechat|xverse)", re.I)
+
+
+def _may_run_remote_code(name: Any) -> bool:
+    return not isinstance(name, str) or _REMOTE_CODE_MODELS.search(name) is not None
 
 
 def _module_built(qualname: str) -> bool:
