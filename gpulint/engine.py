@@ -108,11 +108,17 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
             res.errors.append(format_traceback(exc))
             return res
         res.parsed = True
-        for exc in getattr(source, "cell_errors", ()):
-            # a cell that does not parse was read as empty and the other cells were read (Jupyter runs each cell on
-            # its own): info, since nothing of the notebook's other cells is missing from its checks
-            res.findings.append(_parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column),
-                                             exc.message, _NEWER_PYTHON if isinstance(exc, NewerSyntax) else _CELL_SYNTAX
+        cell_errors = getattr(source, "cell_errors", ())
+        if cell_errors:
+            # cells that do not parse were read as empty and the other cells were read (Jupyter runs each cell on its
+            # own): one info finding for the notebook, at its first bad cell, naming the others
+            exc = cell_errors[0]
+            loc = getattr(exc, "location", None) or Location(rel, exc.line, exc.column)
+            more = [str(getattr(getattr(e, "location", None), "cell", "?")) for e in cell_errors[1:]]
+            message = exc.message + (f" (and cell{'s' if len(more) > 1 else ''} {', '.join(more[:5])}"
+                                     f"{' ...' if len(more) > 5 else ''}); the other cells were read" if more else
+                                     "; the other cells were read")
+            res.findings.append(_parse_error(rel, loc, message, _NEWER_PYTHON if isinstance(exc, NewerSyntax) else _CELL_SYNTAX
                                              ).with_(severity=Severity.INFO))
         if kind == "notebook":
             res.suppressions = _notebook_suppressions(source)
