@@ -632,3 +632,31 @@ def test_an_epoch_loops_batch_time_meter_is_no_benchmark(loader, severity):
 def test_trust_remote_code_on_a_model_transformers_implements_changes_nothing():
     src = SERVER.replace("THUDM/chatglm3-6b", "meta-llama/Llama-3.1-8B-Instruct").replace("{kw}", ", trust_remote_code=True")
     assert [f.code for f in findings({"api_server.py": src, "k8s/deploy.yaml": DEPLOY}, "INF001")] == ["INF001"]
+
+
+HELPER_DATASET = '''\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def gen_tensor_dataset(features):
+    ids = torch.tensor([f.input_ids for f in features], dtype=torch.long)
+    labels = torch.tensor([f.label for f in features], dtype=torch.long)
+    return {ret}
+
+
+model = Bert().cuda()
+loader = DataLoader(gen_tensor_dataset(features), batch_size=32)
+for ids, labels in loader:
+    model(ids.cuda(), labels=labels.cuda()).loss.backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("ret, fires", [("TensorDataset(ids, labels)", False), ("ImageFolder(root)", True)])
+def test_a_dataset_a_helper_returns_is_read_through_the_helper(ret, fires):
+    src = HELPER_DATASET.replace("{ret}", ret)
+    if fires:
+        src = src.replace("import torch\n", "import torch\nfrom torchvision.datasets import ImageFolder\n")
+    files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: V100:1\nrun: python train.py\n"}
+    assert bool(findings(files, "IO00")) is fires

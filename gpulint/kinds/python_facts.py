@@ -928,15 +928,24 @@ IN_MEMORY_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.datase
 
 
 def _dataset_expr(f: _Facts, c: Call, splits: bool = False) -> ast.expr | None:
-    """The expression a DataLoader's dataset comes from, through up to three names (and, with
-    `splits`, through ``tokenized["train"]`` subscripts)."""
+    """The expression a DataLoader's dataset comes from, through names, ``self.`` attributes and the one
+    ``return`` of a module-level helper (up to four steps; with `splits`, through ``tokenized["train"]``
+    subscripts)."""
     node = f.kwarg(c, "dataset") or c.positional(0)
-    for _ in range(3):
+    scope = c.scope
+    for _ in range(4):
         if splits and isinstance(node, ast.Subscript):
             node = node.value
         if isinstance(node, ast.Name):
-            node = _dataset_expr_of_name(f, node, c.scope)
+            node = _dataset_expr_of_name(f, node, scope)
             continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in f.ix.top_functions:
+            # ``DataLoader(gen_tensor_dataset(features))``: what the repository's helper returns
+            fn = f.ix.top_functions[node.func.id]
+            returns = [r.value for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None]
+            if len(returns) == 1:
+                node, scope = returns[0], fn.name
+                continue
         if isinstance(node, ast.Attribute) and dotted(node).startswith("self."):
             # DataLoader(self.replay_buffer): what __init__ (or any method) binds to that attribute, if one thing
             bound = [a.value for a in f.ix.assigns if a.target == dotted(node) and isinstance(a.value, ast.expr)]
