@@ -660,3 +660,10 @@ def test_a_dataset_a_helper_returns_is_read_through_the_helper(ret, fires):
         src = src.replace("import torch\n", "import torch\nfrom torchvision.datasets import ImageFolder\n")
     files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: V100:1\nrun: python train.py\n"}
     assert bool(findings(files, "IO00")) is fires
+
+
+def test_a_model_built_from_a_named_config_is_sized_by_that_name():
+    src = ("import torch\nfrom lit_llama.model import LLaMA, LLaMAConfig\nconfig = LLaMAConfig.from_name(\"7B\")\n"
+           "model = LLaMA(config).cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n")
+    wl = scan_files({"finetune.py": src}).workloads[0]
+    assert wl["resolved"]["model"]["params"] == 7_000_000_000

@@ -1272,6 +1272,11 @@ def _models(f: _Facts) -> None:
                 f.add(kind, name, c.node, "from_pretrained",
                       load_in_4bit=_norm(f.val(c, "load_in_4bit")) is True, load_in_8bit=_norm(f.val(c, "load_in_8bit")) is True,
                       quantization_config=f.present(c, "quantization_config"), **({"cli_arg": flag} if flag else {}))
+        elif c.attr == "from_name" and c.receiver[:1].isupper() and "Tokenizer" not in c.receiver:
+            # ``LLaMAConfig.from_name("7B")``, ``Config.from_name("pythia-160m")``: a model named by its size or id
+            name = f.val(c, "name", 0)
+            if isinstance(name, str):
+                f.add("model.name", name, c.node, "from_name")
         elif (c.qualname or "").startswith("torchvision.models.") and c.qualname.count(".") == 2 and c.attr[:1].islower():
             f.add("model.name", f"torchvision/{c.attr}", c.node, c.qualname)  # resnet50(), vit_b_16() ...
         elif c.qualname == "timm.create_model":
