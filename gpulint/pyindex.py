@@ -431,11 +431,25 @@ class _Indexer:
                 self.ix.main_guard = True
                 if node.body and "!=" not in test_text:
                     self.ix.main_blocks.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
-        body_guard, else_guard = guard_of(node.test, test_text)
+        body_guard, else_guard = guard_of(node.test, self._with_bindings(node.test, test_text))
         for guard, stmts, side in ((else_guard, node.orelse, False), (body_guard, node.body, True)):  # pushed in reverse
             if stmts:
                 self._push_branch(push, guard, stmts, (node.test, side))
         push(node.test)
+
+    def _with_bindings(self, test: ast.expr, text: str) -> str:
+        """The test's text with what its names were last bound to before it (one level): ``all_gpus =
+        list(range(torch.cuda.device_count()))`` ... ``if len(all_gpus) > 0:`` is a CUDA check."""
+        names = {n.id for n in ast.walk(test) if n.__class__ is ast.Name}
+        if not names:
+            return text
+        scope = self.scope[-1] if self.scope else ""
+        bound = {}
+        for a in self.ix.assigns:  # in source order: the last one seen so far wins
+            if a.target in names and a.scope in (scope, "") and a.value is not UNKNOWN_EXPR and isinstance(a.value, ast.AST):
+                bound[a.target] = a.value
+        extra = " ".join(self._code(v) for v in bound.values())
+        return f"{text} {extra}" if extra else text
 
     def _ifexp(self, node: ast.IfExp, push) -> None:
         """``torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")``: each side under the

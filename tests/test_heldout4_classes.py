@@ -667,3 +667,11 @@ def test_a_model_built_from_a_named_config_is_sized_by_that_name():
            "model = LLaMA(config).cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n")
     wl = scan_files({"finetune.py": src}).workloads[0]
     assert wl["resolved"]["model"]["params"] == 7_000_000_000
+
+
+def test_a_device_set_only_inside_a_gpu_count_check_is_a_probe():
+    src = ("import torch\nall_gpus = list(range(torch.cuda.device_count()))\nif len(all_gpus) > 0:\n"
+           "    device = torch.device('cuda')\n    torch.cuda.set_device(all_gpus[0])\nelse:\n    device = torch.device('cpu')\n"
+           "model = Net().to(device)\nfor x, y in loader:\n    model(x.to(device)).sum().backward()\n    opt.step()\n")
+    (f,) = findings({"run_trial.py": src}, "AMP001")
+    assert f.severity.value == "info"

@@ -449,7 +449,8 @@ def _training(f: _Facts) -> None:
         if (q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device")) or \
                 (q.startswith("torch.accelerator.") and c.attr in ("current_accelerator", "is_available", "device_count",
                                                                     "set_device_index", "current_device_index")):
-            f.add("uses_gpu", {"via": q}, c.node, q)
+            # ``if torch.cuda.device_count() > 0: torch.cuda.set_device(0)``: inside a CUDA check it is a probe too
+            f.add("uses_gpu", {"via": q, **({"probe": True} if "gpu" in c.guards else {})}, c.node, q)
             break
     gpu_frameworks = HF_TRAINERS | ACCELERATOR | DS_INIT
     for c in ix.calls:
