@@ -675,3 +675,53 @@ def test_a_device_set_only_inside_a_gpu_count_check_is_a_probe():
            "model = Net().to(device)\nfor x, y in loader:\n    model(x.to(device)).sum().backward()\n    opt.step()\n")
     (f,) = findings({"run_trial.py": src}, "AMP001")
     assert f.severity.value == "info"
+
+
+RAY_BENCH = '''\
+import time
+import numpy as np
+import torch
+import ray
+from ray.train.torch import TorchTrainer
+
+
+def {labels}(batch):
+    batch["label"] = np.zeros([len(batch["image"])], dtype=int)
+    return batch
+
+
+def train_loop_per_worker(config):
+    model = ray.train.torch.prepare_model(resnet50())
+    for batch in ray.train.get_dataset_shard("train").iter_torch_batches(batch_size=64):
+        loss = torch.nn.functional.cross_entropy(model(batch["image"].cuda()), batch["label"].cuda())
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    ds = ray.data.read_images("{path}").map_batches({labels})
+    start = time.time()
+    TorchTrainer(train_loop_per_worker, datasets={"train": ds}).fit()
+    print({"perf_metric_name": "{metric}", "value": 1000 / (time.time() - start)})
+'''
+
+
+@pytest.mark.parametrize("labels, path, metric, bench", [
+    ("add_fake_labels", "s3://bucket/images", "epoch_time", True),
+    ("add_labels", "s3://bucket/10G-image-data-synthetic-raw", "epoch_time", True),
+    ("add_labels", "s3://bucket/images", "throughput", True),
+    ("add_labels", "s3://bucket/images", "epoch_time", False),
+])
+def test_a_run_that_calls_its_data_fake_or_times_throughput_is_a_benchmark(labels, path, metric, bench):
+    src = RAY_BENCH.replace("{labels}", labels).replace("{path}", path).replace("{metric}", metric)
+    files = {"resnet_job.py": src, "sky.yaml": "resources:\n  accelerators: A10G:4\nrun: python resnet_job.py\n"}
+    (f,) = findings(files, "AMP001")
+    assert ("a benchmark" in f.message) is bench, f.message
+
+
+def test_a_gans_fake_images_are_no_benchmark():
+    src = ("import torch\nG, D = Gen().cuda(), Disc().cuda()\nfor real, _ in loader:\n    z = torch.randn(64, 100).cuda()\n"
+           "    fake_images = G(z)\n    fake_labels = torch.zeros(64).cuda()\n    loss = bce(D(fake_images), fake_labels)\n"
+           "    loss.backward()\n    opt.step()\n")
+    (f,) = findings({"train_gan.py": src, "sky.yaml": "resources:\n  accelerators: A10G:1\nrun: python train_gan.py\n"}, "AMP001")
+    assert "a benchmark" not in f.message

@@ -302,6 +302,12 @@ def _benchmark(f: _Facts, backward: Call) -> None:
     if backward.scope and clocks and syncs and not _iterates_a_loader(f, backward.scope):
         f.add("benchmark", {"via": "timed steps"}, backward.node, backward.scope)
         return
+    # the file says its data is fake or synthetic (``add_fake_labels``, ``s3://.../image-data-synthetic-raw``) or reports
+    # a throughput metric it times: a throughput run, whatever the model
+    said = _says_synthetic(f)
+    if said:
+        f.add("benchmark", {"via": said, "synthetic": True}, backward.node, backward.scope or stem)
+        return
     # the step's inputs are random tensors (made in its function, or in one it calls: a batch generator), and the
     # file reads no data at all: an API demo or a throughput run
     called = {c.attr for c in scope if c.receiver in ("", "self")} | {backward.scope}
@@ -313,6 +319,29 @@ def _benchmark(f: _Facts, backward: Call) -> None:
 
 
 _LOADER_WORDS = re.compile(r"loader|data_iter|dataiter|batches|prefetcher", re.I)
+
+
+_FAKE_NAME = re.compile(r"(^|_)(fake|synthetic)(_|$)", re.I)
+_SYNTHETIC_PATH = re.compile(r"[/_\-]synthetic([/_\-.]|$)", re.I)
+
+
+def _says_synthetic(f: _Facts) -> str | None:
+    """The benchmark evidence a file states itself: a function named for making fake or synthetic data
+    (``add_fake_labels``; not a variable: a GAN's ``fake_images`` are its product), a data path of synthetic data,
+    or a "throughput" metric next to a clock read."""
+    for name in f.ix.top_functions:
+        if _FAKE_NAME.search(name) and re.search(r"label|data|input|batch|image|sample", name, re.I):
+            return f"data it names as fake ({name})"
+    clocks = any(c.qualname in _CLOCKS for c in f.ix.calls)
+    tree = f.src.syntax
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 300:
+            v = node.value
+            if ("://" in v or v.startswith("/")) and _SYNTHETIC_PATH.search(v):
+                return "a synthetic data path"
+            if clocks and v.lower() in ("throughput", "samples_per_second", "images_per_sec", "tokens_per_second"):
+                return f"the {v!r} metric it times"
+    return None
 
 
 def _iterates_a_loader(f: _Facts, scope: str) -> bool:
