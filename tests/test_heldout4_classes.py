@@ -720,7 +720,8 @@ def test_a_run_that_calls_its_data_fake_or_times_throughput_is_a_benchmark(label
 
 
 def test_a_gans_fake_images_are_no_benchmark():
-    src = ("import torch\nG, D = Gen().cuda(), Disc().cuda()\nfor real, _ in loader:\n    z = torch.randn(64, 100).cuda()\n"
+    src = ("import torch\nfrom torch.utils.data import DataLoader\nG, D = Gen().cuda(), Disc().cuda()\n"
+           "for real, _ in DataLoader(faces, batch_size=64, num_workers=8, pin_memory=True):\n    z = torch.randn(64, 100).cuda()\n"
            "    fake_images = G(z)\n    fake_labels = torch.zeros(64).cuda()\n    loss = bce(D(fake_images), fake_labels)\n"
            "    loss.backward()\n    opt.step()\n")
     (f,) = findings({"train_gan.py": src, "sky.yaml": "resources:\n  accelerators: A10G:1\nrun: python train_gan.py\n"}, "AMP001")
