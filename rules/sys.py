@@ -119,7 +119,8 @@ class WorkloadAmbiguous(Rule):
         script a launcher starts). When several candidates remain on either side it does not
         guess: it reports the target here, names the candidate entry points, and shows the
         ``[[tool.gpulint.workloads]]`` row that settles it. Targets that resolve to CPU capacity (a
-        variable's default machine type) are not reported: no GPU check waits on them.
+        variable's default machine type), or whose machine type is unknown and which ask for no GPU or
+        accelerator, are not reported: no GPU check is known to wait on them.
     Why it costs money:
         Without the pairing, every check that needs the instance (memory fit, fabric, spot
         resilience, the dollar figures) is skipped for these scripts, silently but for this note.
@@ -157,6 +158,9 @@ class WorkloadAmbiguous(Rule):
             rc = ctx.computes.get(amb.subject)
             if rc is not None and rc.device not in (GPU, UNKNOWN):
                 continue  # resolved to CPU capacity: no GPU check was skipped for it
+            if rc is not None and rc.device == UNKNOWN and not (rc.accelerator or rc.gpu_count or rc.efa_requested
+                                                                or looks_like_gpu_instance(rc.instance_written or "")):
+                continue  # a machine type gpulint cannot read (a variable set elsewhere) and no GPU asked for: maybe CPU
             cands = ", ".join(amb.candidates[:6]) + (f" and {len(amb.candidates) - 6} more" if len(amb.candidates) > 6 else "")
             yield self.finding(
                 amb.loc,

@@ -726,3 +726,23 @@ def test_a_gans_fake_images_are_no_benchmark():
            "    loss.backward()\n    opt.step()\n")
     (f,) = findings({"train_gan.py": src, "sky.yaml": "resources:\n  accelerators: A10G:1\nrun: python train_gan.py\n"}, "AMP001")
     assert "a benchmark" not in f.message
+
+
+POOL = '''\
+variable "machine_type" {}
+resource "google_container_node_pool" "pool" {
+  name    = "pool"
+  cluster = "c"
+  node_config {
+    machine_type = var.machine_type
+%s  }
+}
+'''
+GPU_ACCEL = "    guest_accelerator {\n      type  = \"nvidia-l4\"\n      count = 1\n    }\n"
+TRAIN_GPU = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
+
+
+@pytest.mark.parametrize("accel, reported", [("", False), (GPU_ACCEL, True)])
+def test_a_pool_of_unknown_machine_type_asking_for_no_gpu_is_not_an_ambiguous_gpu_target(accel, reported):
+    files = {"infra/pool.tf": POOL % accel, "a.py": TRAIN_GPU, "b.py": TRAIN_GPU}
+    assert bool(findings(files, "SYS005")) is reported
