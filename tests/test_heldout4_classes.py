@@ -746,3 +746,10 @@ TRAIN_GPU = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.c
 def test_a_pool_of_unknown_machine_type_asking_for_no_gpu_is_not_an_ambiguous_gpu_target(accel, reported):
     files = {"infra/pool.tf": POOL % accel, "a.py": TRAIN_GPU, "b.py": TRAIN_GPU}
     assert bool(findings(files, "SYS005")) is reported
+
+
+def test_precision_set_inside_the_main_block_is_set():
+    src = ("from transformers import Trainer, TrainingArguments\nif __name__ == '__main__':\n"
+           "    args = TrainingArguments(output_dir='o', fp16=True)\n    Trainer(model=m, args=args).train()\n")
+    p = precision({"train.py": src, "run.sh": "torchrun --nproc_per_node 4 train.py\n"}, "train.py")
+    assert p["mixed"] is True

@@ -108,6 +108,15 @@ def half_precision(v: Any) -> tuple[Any, Any]:
     return None, None
 
 
+def _main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.ops[0].__class__ is not ast.Eq:
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(n.__class__ is ast.Name and n.id == "__name__" for n in sides) and \
+        any(n.__class__ is ast.Constant and n.value == "__main__" for n in sides)
+
+
 class _Facts:
     def __init__(self, source: Source, ix: PyIndex):
         self.src = source
@@ -136,7 +145,8 @@ class _Facts:
         decided: list[Any] = []
         for test, side in c.conditions:
             parts = list(test.values) if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And and side else [test]
-            parts = [p for p in parts if not any(guard_of(p, ast.unparse(p)))]  # device, OS and debug checks: guards
+            # device, OS and debug checks are the guards'; ``if __name__ == "__main__":`` is the script running
+            parts = [p for p in parts if not any(guard_of(p, ast.unparse(p))) and not _main_test(p)]
             for part in parts:
                 negated = False
                 while part.__class__ is ast.UnaryOp and part.op.__class__ is ast.Not:
