@@ -361,6 +361,8 @@ class _Indexer:
         self.class_stack: list[tuple[str, bool]] = []
         self.guards: list[str] = []
         self.conditions: list[tuple[ast.expr, bool]] = []
+        #: (name, scope) -> the value last assigned to it so far in the walk (source order), for _with_bindings
+        self.last_bound: dict[tuple[str, str], Any] = {}
         self.handlers = {
             ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
             ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
@@ -444,11 +446,8 @@ class _Indexer:
         if not names:
             return text
         scope = self.scope[-1] if self.scope else ""
-        bound = {}
-        for a in self.ix.assigns:  # in source order: the last one seen so far wins
-            if a.target in names and a.scope in (scope, "") and a.value is not UNKNOWN_EXPR and isinstance(a.value, ast.AST):
-                bound[a.target] = a.value
-        extra = " ".join(self._code(v) for v in bound.values())
+        values = [self.last_bound.get((n, scope), self.last_bound.get((n, ""))) for n in sorted(names)]
+        extra = " ".join(self._code(v) for v in values if v is not None and v is not UNKNOWN_EXPR and isinstance(v, ast.AST))
         return f"{text} {extra}" if extra else text
 
     def _ifexp(self, node: ast.IfExp, push) -> None:
@@ -601,12 +600,14 @@ class _Indexer:
                 text = dotted(el.value if el.__class__ is ast.Starred else el)
                 if text:
                     self.ix.assigns.append(Assign(text, text, UNKNOWN_EXPR, scope, node))
+                    self.last_bound[(text, scope)] = UNKNOWN_EXPR
             return
         text = dotted(target)
         if not text:
             return
         resolved = self.resolve(text) or text
         self.ix.assigns.append(Assign(text, resolved, value, scope, node))
+        self.last_bound[(text, scope)] = value
         if value.__class__ is ast.Call:
             self.assign_target[id(value)] = text
             callee = dotted(value.func)
@@ -834,6 +835,7 @@ class Evaluator:
 
     def __init__(self, index: PyIndex):
         self.ix = index
+        self._calls_by_func: dict[str, list[Call]] | None = None  # bare-name calls by callee, for _arguments
 
     def value(self, node: ast.AST | None, scope: str = "", depth: int = 0) -> Any:
         if node is None or depth > 8:
@@ -1012,10 +1014,13 @@ class Evaluator:
         index = positional.index(param) if param in positional else None
         defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
         defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        if self._calls_by_func is None:
+            self._calls_by_func = {}
+            for c in self.ix.calls:
+                if not c.receiver:
+                    self._calls_by_func.setdefault(c.func, []).append(c)
         out = []
-        for c in self.ix.calls:
-            if c.func != scope or c.receiver:
-                continue
+        for c in self._calls_by_func.get(scope, ()):
             node = c.kwarg(param)
             if node is None and index is not None and index < len(c.node.args):
                 if any(x.__class__ is ast.Starred for x in c.node.args[:index + 1]):
