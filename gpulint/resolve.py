@@ -113,7 +113,9 @@ class Resolver:
             elif accel and off_catalogue:
                 why = f"SkyPilot runs it on {infra!r}, which has no catalogue instance or price"
             elif accel:
-                why = f"accelerator {accel.get('type')!r} x{accel.get('count')} matches no catalogue instance"
+                count = accel.get("count") if accel.get("count") is not None else gpn
+                why = (f"accelerator {accel.get('type')!r}" + (f" x{count}" if count is not None else "")
+                       + " matches no catalogue instance")
             else:
                 why = f"{compute.id} names no instance type"
         rc = ResolvedCompute(

@@ -753,3 +753,11 @@ def test_precision_set_inside_the_main_block_is_set():
            "    args = TrainingArguments(output_dir='o', fp16=True)\n    Trainer(model=m, args=args).train()\n")
     p = precision({"train.py": src, "run.sh": "torchrun --nproc_per_node 4 train.py\n"}, "train.py")
     assert p["mixed"] is True
+
+
+def test_an_unmatched_accelerator_names_the_gpu_count_the_pod_requests():
+    pod = DEPLOY.replace("node.kubernetes.io/instance-type: g5.xlarge", "cloud.google.com/gke-accelerator: nvidia-qpu-9000").replace(
+        "nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
+    result = scan_files({"api_server.py": SERVER.replace("{kw}", ""), "k8s/deploy.yaml": pod})
+    unknown = [u for w in result.workloads for u in w["unknown"] if "matches no catalogue instance" in u]
+    assert unknown and all("xNone" not in u for u in unknown), unknown
