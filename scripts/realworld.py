@@ -472,7 +472,10 @@ def resolve_commit(gitdir: Path, commit: str) -> str | None:
 def gpulint_command(given: str | None) -> list[str]:
     if given:
         return shlex.split(given)
-    exe = shutil.which("gpulint")
+    # the gpulint of this interpreter's environment first (``/venv/bin/python scripts/realworld.py`` measures that
+    # venv's gpulint, whatever another activated venv puts first on PATH), then PATH
+    beside = Path(sys.executable).with_name("gpulint")
+    exe = str(beside) if beside.is_file() else shutil.which("gpulint")
     return [exe] if exe else [sys.executable, "-m", "gpulint"]
 
 
@@ -772,7 +775,8 @@ def gpulint_source(cmd: list[str]) -> Path | None:
             python = first[2:].strip().split()[0]
     if not python:
         return None
-    r = subprocess.run([python, "-c", "import gpulint, os; print(os.path.dirname(os.path.dirname(os.path.abspath(gpulint.__file__))))"],
+    # -I: the module the command imports, not a gpulint/ folder of the current directory
+    r = subprocess.run([python, "-I", "-c", "import gpulint, os; print(os.path.dirname(os.path.dirname(os.path.abspath(gpulint.__file__))))"],
                        capture_output=True, text=True)
     root = Path(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip() else None
     return root if root and (root / ".git").exists() else None
