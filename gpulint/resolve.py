@@ -291,7 +291,8 @@ class Resolver:
             name = f.value
             flag = (f.attrs or {}).get("cli_arg")
             if flag:  # an argparse default: what the launchers pass decides (unknown when they pass several, or none is read)
-                name = resolve_cli({"cli_arg": flag, "default": f.value}, wl)
+                name = resolve_cli({"cli_arg": flag, "default": f.value,
+                                    **({"default_unknown": True} if (f.attrs or {}).get("default_unknown") else {})}, wl)
                 if not isinstance(name, str):
                     continue
             size = self._size_for_name(name, extra)

@@ -31,7 +31,7 @@ def _loaders(wl: Workload):
             continue
         if attrs.get("in_memory") is True or attrs.get("pretokenized") or _in_memory_class(wl, attrs.get("in_memory")):
             continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do
-        if f.value.get("via") == "hf_trainer" or _large_model(wl):
+        if f.value.get("via") == "hf_trainer" or (_large_model(wl) and not wl.code_facts("decodes_media")):
             continue  # tokenised text for a large model: collation is negligible next to the step
         yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
 
@@ -199,11 +199,15 @@ for x in loader:
                 # the workload's code the loss is a guess: advice, not a warning
                 media = wl.code_facts("decodes_media")
                 weak = gpu_spend_unknown(wl)  # code that would run on a CPU too, or a notebook on a machine nobody names
+                # a step of a billion-parameter model takes seconds: decoding a few samples on the host is a small share
+                large = wl.resolution.model if media and _large_model(wl) else None
                 yield self.finding(
                     f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}"
                            + (f" while samples are decoded on the host ({media[0].value.get('via')} at {media[0].loc.path}:{media[0].loc.line})"
-                              if media else " (no per-sample decoding found: profile before adding workers)"),
-                    symbol=f"{f.key}", workload=wl.name, severity=None if media and not weak else Severity.INFO,
+                              if media else " (no per-sample decoding found: profile before adding workers)")
+                           + (f" (a step of {large.name or 'the model'}, {large.params / 1e9:.0f}B parameters, likely dwarfs "
+                              f"the decoding: profile first)" if large else ""),
+                    symbol=f"{f.key}", workload=wl.name, severity=None if media and not weak and not large else Severity.INFO,
                     cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
                     fix=fixes.num_workers(f),
                 )
@@ -274,6 +278,8 @@ for x in loader:
         if trains_on_gpu(wl) is None:
             return
         for f, v in _loaders(wl):
+            if _large_model(wl):
+                continue  # a host-to-device copy of a batch is nothing next to a billion-parameter step
             if f.value.get("via") == "torch" and not f.value.get("pin_memory_set") and v.get("pin_memory") is False:
                 yield self.finding(f.loc, "DataLoader feeding CUDA training does not pin host memory (pin_memory not set)",
                                    symbol=f"{f.key}:pin", workload=wl.name,

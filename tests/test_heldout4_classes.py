@@ -761,3 +761,44 @@ def test_an_unmatched_accelerator_names_the_gpu_count_the_pod_requests():
     result = scan_files({"api_server.py": SERVER.replace("{kw}", ""), "k8s/deploy.yaml": pod})
     unknown = [u for w in result.workloads for u in w["unknown"] if "matches no catalogue instance" in u]
     assert unknown and all("xNone" not in u for u in unknown), unknown
+
+
+BIG_IMAGES = '''\
+import argparse
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+from diffusers import FluxTransformer2DModel
+
+p = argparse.ArgumentParser()
+p.add_argument("--pretrained_model_name_or_path", type=str, default=None, required=True)
+args = p.parse_args()
+
+
+class ClassImages(Dataset):
+    def __getitem__(self, i):
+        return Image.open(self.paths[i])
+
+
+def main(args):
+    transformer = FluxTransformer2DModel.from_pretrained(args.pretrained_model_name_or_path, subfolder="transformer").cuda()
+    loader = DataLoader(ClassImages(), batch_size=1, num_workers=0)
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = transformer(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main(args)
+'''
+
+
+@pytest.mark.parametrize("model, severity", [("black-forest-labs/FLUX.1-dev", "info"), ("runwayml/stable-diffusion-v1-5", "warning")])
+def test_decoding_beside_a_billion_parameter_step_is_advice(model, severity):
+    files = {"train.py": BIG_IMAGES, "run.sh": f"accelerate launch train.py --pretrained_model_name_or_path {model}\n",
+             "sky.yaml": "resources:\n  accelerators: A100-80GB:1\nrun: bash run.sh\n"}
+    io = findings(files, "IO00")
+    assert [f.severity.value for f in io if f.code == "IO001"] == [severity], [f.message for f in io]
+    assert not [f for f in io if f.code == "IO002"] or severity == "warning"

@@ -1300,10 +1300,13 @@ def _models(f: _Facts) -> None:
     for c in f.ix.calls:
         if c.attr == "from_pretrained":
             name = f.val(c, "pretrained_model_name_or_path", 0)
-            flag = None
+            flag, open_default = None, False
             if isinstance(name, dict) and "cli_arg" in name and isinstance(name.get("default"), str):
                 # from_pretrained(args.model_name) with a default: that model unless a launcher passes another
                 name, flag = name["default"], name["cli_arg"]
+            elif isinstance(name, dict) and "cli_arg" in name and (name.get("default_unknown") or name.get("default") is None):
+                # a required flag (default None, or an expression): the model only a launcher names
+                name, flag, open_default = "", name["cli_arg"], True
             if isinstance(name, str):
                 kind = "model.name"
                 q = c.qualname or ""
@@ -1311,7 +1314,8 @@ def _models(f: _Facts) -> None:
                     continue
                 f.add(kind, name, c.node, "from_pretrained",
                       load_in_4bit=_norm(f.val(c, "load_in_4bit")) is True, load_in_8bit=_norm(f.val(c, "load_in_8bit")) is True,
-                      quantization_config=f.present(c, "quantization_config"), **({"cli_arg": flag} if flag else {}))
+                      quantization_config=f.present(c, "quantization_config"), **({"cli_arg": flag} if flag else {}),
+                      **({"default_unknown": True} if open_default else {}))
         elif c.attr == "from_name" and c.receiver[:1].isupper() and "Tokenizer" not in c.receiver:
             # ``LLaMAConfig.from_name("7B")``, ``Config.from_name("pythia-160m")``: a model named by its size or id
             name = f.val(c, "name", 0)
