@@ -7,6 +7,7 @@ code. Always-on capacity is priced per month: the catalogue's hourly price times
 """
 from __future__ import annotations
 
+from gpulint.cost import unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.memory import GiB
 from gpulint.model import CostImpact, Related, Severity
@@ -461,7 +462,9 @@ class SteadyServingOnOnDemand(Rule):
         endpoint's initial count; no scale-to-zero) on on-demand capacity with a known price, it
         looks up the catalogue's 1- and 3-year commitment prices (Savings Plans, reserved
         instances, committed-use discounts) and reports the saving. Capacity named in
-        ``[tool.gpulint.pricing] commitments`` is already committed and stays silent.
+        ``[tool.gpulint.pricing] commitments`` is already committed and stays silent. A SageMaker
+        endpoint (``ml.*``) is covered by SageMaker Savings Plans, not by the EC2 plans the catalogue
+        prices: it is named without a figure.
     Why it costs money:
         Steady serving is the textbook case for commitments: the same hours cost a third to two
         thirds less when they are committed for a year or three.
@@ -487,7 +490,7 @@ class SteadyServingOnOnDemand(Rule):
     INVALID = [Example({"infra/ep.tf": 'resource "aws_sagemaker_endpoint_configuration" "chat" {\n  name = "chat"\n'
                                        '  production_variants {\n    variant_name = "main"\n    model_name = "chat"\n'
                                        '    instance_type = "ml.g5.2xlarge"\n    initial_instance_count = 2\n  }\n}\n'},
-                       expect=[Expect("infra/ep.tf", 6, ("ml.g5.2xlarge", "commitment"))])]
+                       expect=[Expect("infra/ep.tf", 6, ("ml.g5.2xlarge", "SageMaker Savings Plan"))])]
 
     def check_workload(self, wl, ctx):
         c = compute_of(wl)
@@ -504,6 +507,16 @@ class SteadyServingOnOnDemand(Rule):
         if not offers:
             return
         best = max(offers, key=lambda x: x.discount_pct)
+        if (c.instance_written or "").startswith("ml."):
+            # a SageMaker endpoint: EC2 Instance Savings Plans (the catalogue's offers for the EC2 twin) do not cover
+            # ml.* usage; SageMaker Savings Plans do, at rates the catalogue does not hold
+            yield self.finding(c.instance_loc or c.loc,
+                               f"{wl.name} serves around the clock on {replicas} on-demand {c.instance_written}: a 1- or 3-year "
+                               f"SageMaker Savings Plan covers ml.* endpoint usage at a lower rate (EC2 Instance Savings Plans do not)",
+                               symbol=f"{wl.name}:commitment", workload=wl.name,
+                               cost=unpriced("No figure: gpulint's catalogue holds EC2 commitment rates, not SageMaker Savings "
+                                             "Plans rates; compare them in the AWS pricing calculator."))
+            return
         od = c.price.unit_usd_per_hour * replicas
         if best.up_to:
             cost = CostImpact(None, f"{_price_words(c)} x {replicas} always on; {best.plan}: up to {best.discount_pct:g}% "
