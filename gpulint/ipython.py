@@ -37,7 +37,7 @@ qtconsole quickref recall rehashx reload_ext rep rerun reset reset_selective rm 
 sx system tb time timeit unalias unload_ext who who_ls whos xdel xmode uv
 """.split())
 
-_CELL_MAGIC = re.compile(r"^%%([\w.-]+)")
+_CELL_MAGIC = re.compile(r"^%%([\w.-]*)")  # IPython reads any first line starting %% as a cell magic, a name or not
 _ESCAPE = re.compile(r"^[ \t]*(?:!|%|\?|/[A-Za-z_]|;[A-Za-z_]|,[A-Za-z_])")
 _HELP_END = re.compile(r"^[ \t]*%{0,2}[\w*]+(?:\.[\w*]+|\[\d+\])*\?\??[ \t]*$")
 _ASSIGN_ESCAPE = re.compile(r"^(?P<lhs>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)[ \t]*=[ \t]*(?:!|%)")

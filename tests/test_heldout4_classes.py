@@ -802,3 +802,8 @@ def test_decoding_beside_a_billion_parameter_step_is_advice(model, severity):
     io = findings(files, "IO00")
     assert [f.severity.value for f in io if f.code == "IO001"] == [severity], [f.message for f in io]
     assert not [f for f in io if f.code == "IO002"] or severity == "warning"
+
+
+def test_a_cell_magic_without_a_name_is_not_python():
+    nb = _nb("%% endpoint-config.yaml\nresources:\n  memory: 30Gi\n", "import torch\nprint(torch.__version__)\n")
+    assert findings({"deploy.ipynb": nb}, "SYS001") == []
