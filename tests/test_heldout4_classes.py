@@ -807,3 +807,16 @@ def test_decoding_beside_a_billion_parameter_step_is_advice(model, severity):
 def test_a_cell_magic_without_a_name_is_not_python():
     nb = _nb("%% endpoint-config.yaml\nresources:\n  memory: 30Gi\n", "import torch\nprint(torch.__version__)\n")
     assert findings({"deploy.ipynb": nb}, "SYS001") == []
+
+
+@pytest.mark.parametrize("files", [
+    {"templates/kustomization.tftpl.yaml": "resources:\n%{ for r in list ~}\n  - ${r}\n%{ endfor ~}\n  : bad\n"},
+    {"k8s_templates/peft/Chart.yaml": "apiVersion: v2\nname: peft\nversion: 0.1.0\n",
+     "k8s_templates/peft/peft.yaml": "{{- define \"x\" }}\nkey: [unclosed\n{{- end }}\n"},
+])
+def test_files_that_are_templates_by_name_or_place_are_skipped_in_silence(files):
+    assert findings(files, "SYS001") == []
+
+
+def test_a_broken_yaml_that_is_no_template_is_still_reported():
+    assert [f.code for f in findings({"configs/train.yaml": "key: [unclosed\n"}, "SYS001")] == ["SYS001"]
