@@ -68,7 +68,8 @@ class GpuCapacityNeverScalesToZero(Rule):
         Reads the floor of every GPU capacity pool: EKS node groups (``scaling_config.min_size``) and
         the eks module's node groups, autoscaling groups, GKE node pools (``autoscaling.min_node_count``),
         AKS node pools (``min_count``), VM scale sets, and KubeRay GPU worker groups
-        (``minReplicas``). It fires when the floor is above zero and the pool is for training or
+        (``minReplicas`` with the autoscaler on; without ``enableInTreeAutoscaling`` KubeRay keeps
+        ``replicas`` pods, which is the floor). It fires when the floor is above zero and the pool is for training or
         batch work: its name or tags say so, or a training workload runs on it (warning); a GPU pool
         no serving workload uses and nothing names is reported as info. Serving pools, whose floor
         keeps an endpoint warm, are left alone (COST006 looks at those).
@@ -135,9 +136,13 @@ class GpuCapacityNeverScalesToZero(Rule):
                 cost = CostImpact(round(floor, 2), f"{rc.min_nodes} x {_price_words(rc)} = ${floor:.2f}/h, spent in every hour no job "
                                                    f"runs ({_monthly(ctx, floor)} over {_hours(ctx)} if the queue stays empty); the idle share of "
                                                    f"the month is not known, so this is an upper bound.", "low")
+            ray_fixed = resource.startswith(("RayCluster/", "RayService/")) and f is not None and \
+                not str(f.key or "").endswith("minReplicas")
             yield self.finding(
                 loc, f"GPU pool {name} ({rc.instance_name or rc.instance_written or 'GPU instance'}) keeps min {rc.min_nodes} "
-                     f"node{'s' if rc.min_nodes > 1 else ''} while idle ({why})"
+                     f"{'pod' if resource.startswith('Ray') else 'node'}{'s' if rc.min_nodes > 1 else ''} while idle ({why})"
+                     + (" (no autoscaler: KubeRay keeps `replicas` pods; enableInTreeAutoscaling: true with minReplicas: 0 "
+                        "lets it scale down)" if ray_fixed else "")
                      + (f": {_monthly(ctx, cost.usd_per_hour)} if nothing runs" if cost else ""),
                 symbol=f"{rc.target}:min", severity=severity, cost=cost,
                 related=[Related(rc.loc, f"{rc.resource}")] + [Related(u.compute.loc if u.compute else rc.loc, f"runs {u.name}") for u in users[:2]])

@@ -820,3 +820,41 @@ def test_files_that_are_templates_by_name_or_place_are_skipped_in_silence(files)
 
 def test_a_broken_yaml_that_is_no_template_is_still_reported():
     assert [f.code for f in findings({"configs/train.yaml": "key: [unclosed\n"}, "SYS001")] == ["SYS001"]
+
+
+RAYCLUSTER = '''\
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: train}
+spec:
+%s  headGroupSpec:
+    template:
+      spec:
+        containers: [{name: head, image: rayproject/ray:2.9.0}]
+  workerGroupSpecs:
+    - groupName: gpu
+      replicas: 2
+      minReplicas: %d
+      maxReplicas: 4
+      template:
+        spec:
+          nodeSelector: {node.kubernetes.io/instance-type: g5.12xlarge}
+          containers:
+            - name: w
+              image: rayproject/ray:2.9.0-gpu
+              resources: {limits: {nvidia.com/gpu: 4}}
+'''
+
+
+@pytest.mark.parametrize("autoscale, minimum, expect", [
+    ("", 0, "keeps min 2 pods"),                                  # no autoscaler: replicas stand
+    ("  enableInTreeAutoscaling: true\n", 1, "keeps min 1 pod "),
+    ("  enableInTreeAutoscaling: true\n", 0, None),
+])
+def test_a_raycluster_without_the_autoscaler_keeps_its_replicas(autoscale, minimum, expect):
+    found = findings({"k8s/ray.yaml": RAYCLUSTER % (autoscale, minimum)}, "COST001")
+    if expect is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and expect in found[0].message, [f.message for f in found]
+        assert ("no autoscaler" in found[0].message) is (not autoscale)

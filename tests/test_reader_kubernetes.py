@@ -344,7 +344,10 @@ spec:
 """
     facts = read_kubernetes(load_documents(text), "r.yaml")
     assert only(facts, "compute.node_count", "RayJob/ray-ft/gpu").value == 4
-    assert only(facts, "compute.min_nodes", "RayJob/ray-ft/gpu").value == 1
+    # without the autoscaler KubeRay keeps `replicas` pods: minReplicas is no floor
+    assert not [f for f in facts if f.kind == "compute.min_nodes"]
+    scaled = read_kubernetes(load_documents(text.replace("  rayClusterSpec:\n", "  rayClusterSpec:\n    enableInTreeAutoscaling: true\n")), "r.yaml")
+    assert only(scaled, "compute.min_nodes", "RayJob/ray-ft/gpu").value == 1
     launch = only(facts, "launch")
     assert launch.target == "RayJob/ray-ft/head" and launch.value["script"] == "/home/ray/ft.py"
     assert launch.loc.line == 5

@@ -348,8 +348,13 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
             raw = grp.get("replicas", 1)
             wl = _Workload(_unique(f"{res}/{gname}", used), res, gpath + ("template", "spec"), gpath, role,
                            as_int(raw), gpath + ("replicas",) if "replicas" in grp else None)
-            if "minReplicas" in grp:
-                wl.min_nodes, wl.min_at = as_int(grp.get("minReplicas")), gpath + ("minReplicas",)
+            if doc.get(cluster + ("enableInTreeAutoscaling",)) is True:
+                if "minReplicas" in grp:
+                    wl.min_nodes, wl.min_at = as_int(grp.get("minReplicas")), gpath + ("minReplicas",)
+            elif kind == "RayCluster" or kind == "RayService":
+                # only the autoscaler scales a group down to minReplicas; without it KubeRay keeps `replicas` pods
+                # standing (a RayJob's cluster ends with the job)
+                wl.min_nodes, wl.min_at = as_int(raw), gpath + (("replicas",) if "replicas" in grp else ())
             out.append(wl)
     elif kind in ("ClusterTrainingRuntime", "TrainingRuntime") and _api(doc, base).startswith("trainer.kubeflow.org/"):
         out += _runtime_jobs(doc, spec, res, used)
