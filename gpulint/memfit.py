@@ -555,6 +555,9 @@ def checkpointing_needed(p: Profile, gpu_gib: float, seq_len: int, micro_batch: 
     return (off, on) if fits(on, gpu_gib) else None
 
 
+#: device_map values that spread one process's model over every GPU it sees ("?": not a literal, may be one)
+_SPREAD_MAPS = ("auto", "balanced", "balanced_low_0", "sequential", "?")
+
 _SELF_PARALLEL = ("lightning", "hf_trainer", "sft_trainer", "keras", "deepspeed")
 
 
@@ -572,7 +575,8 @@ def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
     if procs == 1:
         # one process can still drive every GPU: DataParallel, HF Trainer (DataParallel by itself),
         # Lightning/DeepSpeed spawning, Keras strategies, mp.spawn + DDP, device_map="auto" on a HF load
-        hf_load = any(f.key == "from_pretrained" for f in wl.code_facts("model.name"))
+        hf_load = any(f.key == "from_pretrained" and (f.attrs or {}).get("device_map") in _SPREAD_MAPS
+                      for f in wl.code_facts("model.name"))
         if wl.code_facts("dataparallel") or wl.code_facts("ddp") or wl.of("sharding") or hf_load:
             return None
         if any(t.value.get("via") in _SELF_PARALLEL for t in wl.code_facts("trains")):

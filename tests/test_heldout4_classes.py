@@ -858,3 +858,11 @@ def test_a_raycluster_without_the_autoscaler_keeps_its_replicas(autoscale, minim
     else:
         assert len(found) == 1 and expect in found[0].message, [f.message for f in found]
         assert ("no autoscaler" in found[0].message) is (not autoscale)
+
+
+@pytest.mark.parametrize("device_map, fires", [("", True), (', device_map="auto"', False)])
+def test_one_process_on_eight_gpus_idles_seven_unless_the_load_spreads_the_model(device_map, fires):
+    src = BIG_IMAGES.replace('subfolder="transformer").cuda()', f'subfolder="transformer"{device_map})')
+    files = {"train.py": src, "run.sh": "python train.py --pretrained_model_name_or_path black-forest-labs/FLUX.1-dev\n",
+             "sky.yaml": "resources:\n  accelerators: A100-80GB:8\nrun: bash run.sh\n"}
+    assert bool(findings(files, "MEM004")) is fires

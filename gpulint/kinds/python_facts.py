@@ -808,6 +808,12 @@ def _may_run_remote_code(name: Any) -> bool:
     return not isinstance(name, str) or _REMOTE_CODE_MODELS.search(name) is not None
 
 
+def _device_map(f: _Facts, c: Call) -> str:
+    """A from_pretrained load's ``device_map``: the literal ("auto", "cuda:0") or "?" when it is not one."""
+    v = f.val(c, "device_map")
+    return v if isinstance(v, str) else "?"
+
+
 def _module_built(qualname: str) -> bool:
     """``torch.nn.Embedding().bfloat16``: a layer built and cast (its activations, and the weights a hand-written
     ``forward`` casts with ``type_as``, compute in bf16), unlike a tensor function's result (``torch.randn().bfloat16``)."""
@@ -1315,7 +1321,8 @@ def _models(f: _Facts) -> None:
                 f.add(kind, name, c.node, "from_pretrained",
                       load_in_4bit=_norm(f.val(c, "load_in_4bit")) is True, load_in_8bit=_norm(f.val(c, "load_in_8bit")) is True,
                       quantization_config=f.present(c, "quantization_config"), **({"cli_arg": flag} if flag else {}),
-                      **({"default_unknown": True} if open_default else {}))
+                      **({"default_unknown": True} if open_default else {}),
+                      **({"device_map": _device_map(f, c)} if f.present(c, "device_map") else {}))
         elif c.attr == "from_name" and c.receiver[:1].isupper() and "Tokenizer" not in c.receiver:
             # ``LLaMAConfig.from_name("7B")``, ``Config.from_name("pythia-160m")``: a model named by its size or id
             name = f.val(c, "name", 0)
