@@ -866,3 +866,14 @@ def test_one_process_on_eight_gpus_idles_seven_unless_the_load_spreads_the_model
     files = {"train.py": src, "run.sh": "python train.py --pretrained_model_name_or_path black-forest-labs/FLUX.1-dev\n",
              "sky.yaml": "resources:\n  accelerators: A100-80GB:8\nrun: bash run.sh\n"}
     assert bool(findings(files, "MEM004")) is fires
+
+
+@pytest.mark.parametrize("save", [
+    'torch.save({"model": deepcopy(model).half(), "epoch": e}, "last.pt")',
+    'ckpt = {"model": deepcopy(model).half(), "epoch": e}\n    torch.save(ckpt, "last.pt")',
+])
+def test_a_16_bit_copy_written_to_a_checkpoint_is_no_model_cast(save):
+    src = ("import torch\nfrom copy import deepcopy\nmodel = Net().cuda()\nfor e in range(3):\n    for x in loader:\n"
+           "        model(x.cuda()).sum().backward()\n        opt.step()\n    " + save + "\n")
+    files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: A100:1\nrun: python train.py\n"}
+    assert [f.code for f in findings(files, "AMP001")] == ["AMP001"]

@@ -723,7 +723,10 @@ def _precision(f: _Facts) -> None:
         else:
             f.add("precision", {"mechanism": "deepspeed", "dtype": None, "enabled": None, "from_config": True}, c.node, "deepspeed.initialize")
     # model cast: model.half() / model.to(torch.bfloat16) / model.to(dtype) / from_pretrained(torch_dtype=...)
+    saved = _saved_copies(ix)
     for c in ix.calls:
+        if c.attr in ("half", "bfloat16") and id(c.node) in saved:
+            continue  # ``torch.save({"model": deepcopy(model).half()})``: a 16-bit copy written to disk, not what trains
         if c.attr == "half" and c.receiver and not c.has_args:
             f.add("precision", {"mechanism": "model_cast", "dtype": "fp16", "enabled": True}, c.node, "half")
         elif c.attr in ("bfloat16",) and c.receiver and not c.has_args and (
@@ -806,6 +809,20 @@ _REMOTE_CODE_MODELS = re.compile(r"(^|/)(qwen-|chatglm|baichuan|internlm|minicpm
 
 def _may_run_remote_code(name: Any) -> bool:
     return not isinstance(name, str) or _REMOTE_CODE_MODELS.search(name) is not None
+
+
+def _saved_copies(ix: PyIndex) -> set[int]:
+    """Nodes inside the arguments of ``torch.save`` (directly, or in the dict literal a name given to it is bound
+    to): casts there make the checkpoint's copy, not the training model."""
+    out: set[int] = set()
+    for c in ix.calls_to("torch.save"):
+        for arg in c.node.args[:1]:
+            nodes = [arg]
+            if arg.__class__ is ast.Name:
+                nodes += [a.value for a in ix.assigns if a.target == arg.id and a.scope == c.scope and isinstance(a.value, ast.Dict)]
+            for n in nodes:
+                out.update(id(x) for x in ast.walk(n))
+    return out
 
 
 def _device_map(f: _Facts, c: Call) -> str:
