@@ -44,8 +44,14 @@ class Doc:
     marks: dict[tuple, tuple[int, int]] = field(default_factory=dict)
     start_line: int = 1
     template: bool = False  # read with placeholders (Helm, Jinja ...): values are not known until rendered
+    #: JSON: the text whose key positions ``marks`` holds, read on the first ``at()`` (most JSON files, data and
+    #: results, are never asked for a position, and reading positions costs a full YAML compose)
+    marks_of: str | None = None
 
     def at(self, path: tuple | list) -> tuple[int, int]:
+        if self.marks_of is not None:
+            text, self.marks_of = self.marks_of, None
+            self.marks = _json_key_marks(text)
         path = tuple(path)
         while path:
             if path in self.marks:
@@ -243,3 +249,14 @@ class _Converter:
 def _short(tag: str) -> str:
     """``tag:yaml.org,2002:python/name:x`` -> ``!!python/name:x``; local tags stay as written (``!Ref``)."""
     return "!!" + tag[len(_STD):] if tag.startswith(_STD) else tag
+
+
+def _json_key_marks(text: str) -> dict:
+    """Key positions of a JSON document, read as YAML (JSON is YAML); none for big data files."""
+    if len(text) >= 512_000:
+        return {}
+    try:
+        docs = load_documents(text)
+    except YamlError:
+        return {}
+    return docs[0].marks if docs else {}

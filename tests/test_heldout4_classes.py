@@ -877,3 +877,12 @@ def test_a_16_bit_copy_written_to_a_checkpoint_is_no_model_cast(save):
            "        model(x.cuda()).sum().backward()\n        opt.step()\n    " + save + "\n")
     files = {"train.py": src, "sky.yaml": "resources:\n  accelerators: A100:1\nrun: python train.py\n"}
     assert [f.code for f in findings(files, "AMP001")] == ["AMP001"]
+
+
+def test_json_key_positions_are_read_only_when_asked():
+    """Most JSON files (data, eval results) are never asked for a position; a config's finding still points
+    at its key."""
+    from gpulint.kinds.parsers import parse_json
+    doc = parse_json('{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": false\n  }\n}\n', "ds.json").tree[0]
+    assert doc.marks == {} and doc.marks_of is not None
+    assert doc.at(("fp16", "enabled"))[0] == 4 and doc.marks_of is None

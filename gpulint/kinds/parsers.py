@@ -291,17 +291,7 @@ def parse_json(text: str, path: str) -> Source:
             raise ParseError(f"JSON syntax error: {_first_line(getattr(exc, 'msg', str(exc)))}", getattr(exc, "lineno", 1) or 1,
                              getattr(exc, "colno", 1) or 1) from None
         return Source(path, "json", text, docs)
-    return Source(path, "json", text, [Doc(data, _json_marks(text))])
-
-
-def _json_marks(text: str) -> dict:
-    if len(text) >= 512_000:  # key positions for configs; big data files keep none
-        return {}
-    try:
-        docs = load_documents(text)
-    except YamlError:
-        return {}
-    return docs[0].marks if docs else {}
+    return Source(path, "json", text, [Doc(data, marks_of=text)])
 
 
 def _tolerant_json(text: str, exc: Exception, jsonc: bool) -> list[Doc] | None:
@@ -314,7 +304,7 @@ def _tolerant_json(text: str, exc: Exception, jsonc: bool) -> list[Doc] | None:
     stripped = _strip_jsonc(text) if jsonc else None
     if stripped is not None:
         try:
-            return [Doc(json.loads(stripped), _json_marks(stripped))]
+            return [Doc(json.loads(stripped), marks_of=stripped)]
         except (ValueError, RecursionError):
             pass
     if has_template(text):
