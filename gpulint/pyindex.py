@@ -150,6 +150,8 @@ class PyIndex:
     params: dict[str, set[str]] = field(default_factory=dict)
     _by_qualname: dict[str, list[Call]] | None = field(default=None, repr=False)
     _by_attr: dict[str, list[Call]] | None = field(default=None, repr=False)
+    _by_func: dict[str, list[Call]] | None = field(default=None, repr=False)
+    _by_node: dict[int, Call] | None = field(default=None, repr=False)
 
     # -- questions ------------------------------------------------------------------
     def calls_to(self, *qualnames: str) -> Iterator[Call]:
@@ -179,6 +181,26 @@ class PyIndex:
                     by.setdefault(c.attr, []).append(c)
             self._by_attr = by
         return iter(self._by_attr.get(attr, ()))
+
+    def function_calls(self, name: str) -> Iterator[Call]:
+        """Calls of a bare name (``train(args)``, no receiver), in source order."""
+        if self._by_func is None:
+            by: dict[str, list[Call]] = {}
+            for c in self.calls:
+                if not c.receiver:
+                    by.setdefault(c.func, []).append(c)
+            self._by_func = by
+        return iter(self._by_func.get(name, ()))
+
+    def call_at(self, node: ast.AST) -> Call | None:
+        """The call whose node this is (a fact made from a call knows only its node)."""
+        if self._by_node is None:
+            self._by_node = {id(c.node): c for c in self.calls}
+        return self._by_node.get(id(node))
+
+    def rebinds(self, name: str, scope: str) -> bool:
+        """Does the scope itself assign `name` anywhere (a parameter it may rebind on some path)?"""
+        return any(a.target == name and a.scope == scope for a in self.assigns)
 
     def imports_any(self, *prefixes: str) -> bool:
         return any(m == p or m.startswith(p + ".") for m in self.imported_modules for p in prefixes)
@@ -835,7 +857,6 @@ class Evaluator:
 
     def __init__(self, index: PyIndex):
         self.ix = index
-        self._calls_by_func: dict[str, list[Call]] | None = None  # bare-name calls by callee, for _arguments
 
     def value(self, node: ast.AST | None, scope: str = "", depth: int = 0) -> Any:
         if node is None or depth > 8:
@@ -935,7 +956,7 @@ class Evaluator:
         assigns = self.ix.bindings(name, scope, use)
         if assigns is None or (not assigns and name in self.ix.params.get(scope, ())):
             # a parameter no straight-line code rebinds: what the module's calls of the function pass
-            if not any(a.target == name and a.scope == scope for a in self.ix.assigns):
+            if not self.ix.rebinds(name, scope):
                 return self._argument_value(name, scope, depth)
             return UNKNOWN
         if not assigns:
@@ -954,7 +975,7 @@ class Evaluator:
 
     def _attribute(self, obj: str, attr: str, scope: str, depth: int) -> Any:
         """``args.bf16`` (argparse / HfArgumentParser) or ``cfg.bf16`` (dataclass instance)."""
-        if obj in self.ix.params.get(scope, ()) and not any(a.target == obj and a.scope == scope for a in self.ix.assigns):
+        if obj in self.ix.params.get(scope, ()) and not self.ix.rebinds(obj, scope):
             return self._attribute_of_argument(obj, attr, scope, depth)
         for a in self._assigns(obj, scope):
             v = a.value
@@ -1014,13 +1035,8 @@ class Evaluator:
         index = positional.index(param) if param in positional else None
         defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
         defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        if self._calls_by_func is None:
-            self._calls_by_func = {}
-            for c in self.ix.calls:
-                if not c.receiver:
-                    self._calls_by_func.setdefault(c.func, []).append(c)
         out = []
-        for c in self._calls_by_func.get(scope, ()):
+        for c in self.ix.function_calls(scope):
             node = c.kwarg(param)
             if node is None and index is not None and index < len(c.node.args):
                 if any(x.__class__ is ast.Starred for x in c.node.args[:index + 1]):

@@ -275,11 +275,9 @@ for x in loader:
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None:
-            return
+        if trains_on_gpu(wl) is None or _large_model(wl):
+            return  # (large model) a host-to-device copy of a batch is nothing next to a billion-parameter step
         for f, v in _loaders(wl):
-            if _large_model(wl):
-                continue  # a host-to-device copy of a batch is nothing next to a billion-parameter step
             if f.value.get("via") == "torch" and not f.value.get("pin_memory_set") and v.get("pin_memory") is False:
                 yield self.finding(f.loc, "DataLoader feeding CUDA training does not pin host memory (pin_memory not set)",
                                    symbol=f"{f.key}:pin", workload=wl.name,

@@ -124,7 +124,6 @@ class _Facts:
         self.ev = Evaluator(ix)
         self.out: list[Fact] = []
         self.getitem_classes: list[tuple[ast.ClassDef, bool]] | None = None  # see _getitem_classes
-        self._calls_by_node: dict[int, Call] | None = None
 
     def add(self, kind: str, value: Any, node: ast.AST, key: str = "", **attrs: Any) -> None:
         if kind == "precision" and isinstance(value, dict) and value.get("enabled") is True:
@@ -137,9 +136,7 @@ class _Facts:
         """A mixed-precision mechanism inside ``if args.amp:`` (or ``if self.use_fp16:``) is on only where that
         test holds: its ``enabled`` becomes the flag (resolved against the launchers) or undecided. Tests that
         are GPU/CPU checks, debug switches or OS branches are the guards' business, not this."""
-        if self._calls_by_node is None:
-            self._calls_by_node = {id(c.node): c for c in self.ix.calls}
-        c = self._calls_by_node.get(id(node))
+        c = self.ix.call_at(node)
         if c is None or not c.conditions:
             return value
         decided: list[Any] = []
@@ -795,8 +792,7 @@ def _dtype_flag(marker: dict) -> bool:
     """Does a command-line flag choose a dtype: its default names one (``"bfloat16"``, ``torch.float16``) or its
     name says so (``--dtype``, ``--precision``)? ``--gpu`` or ``--device`` do not."""
     default = marker.get("default")
-    if isinstance(default, str) and default.lower().removeprefix("torch.") in ("bfloat16", "bf16", "float16", "fp16", "half",
-                                                                                "float32", "fp32", "float"):
+    if isinstance(default, str) and default.lower().removeprefix("torch.") in (*DTYPE_STRINGS, "float"):
         return True
     return bool(_DTYPE_FLAG.search(marker.get("cli_arg", "")))
 
