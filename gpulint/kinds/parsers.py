@@ -132,6 +132,24 @@ def notebook_language(nb: dict) -> str | None:
     return None
 
 
+#: cell languages (VS Code's languageId, .NET Interactive's) whose text is shell commands
+_SHELL_CELLS = ("shellscript", "bash", "sh", "zsh", "shell")
+
+
+def cell_language(cell: dict) -> str | None:
+    """The language a code cell declares in its own metadata, over the kernel's: VS Code writes
+    ``metadata.vscode.languageId`` ("shellscript" for a cell meant for a terminal), .NET Interactive and
+    Polyglot Notebooks ``dotnet_interactive.language`` / ``polyglot_notebook.kernelName``. None when it says none."""
+    meta = cell.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    for section, key in (("vscode", "languageId"), ("dotnet_interactive", "language"), ("polyglot_notebook", "kernelName")):
+        value = meta.get(section).get(key) if isinstance(meta.get(section), dict) else None
+        if isinstance(value, str) and value.strip():
+            return value.strip().lower()
+    return None
+
+
 def parse_notebook(text: str, path: str) -> Source:
     """Code cells of a Jupyter notebook as one virtual module (imports made in
     one cell are seen by the next), IPython syntax rewritten line for line
@@ -171,8 +189,15 @@ def parse_notebook(text: str, path: str) -> Source:
             src = "".join(src)
         elif not isinstance(src, str):
             raise ParseError(f"cell {i + 1}: 'source' is not text (a string or a list of strings)")
-        body = python_lines(src)
-        shell += [(line + at, cmd) for at, cmd in shell_commands(src)]
+        declared = cell_language(cell)
+        if declared is not None and not declared.startswith(_PYTHON_KERNELS):
+            # a cell its metadata says is shell (or SQL, PowerShell ...): no Python, as a %%bash cell's body
+            body = ["pass" if text.strip() else "" for text in (src.splitlines() or [""])]
+            if declared in _SHELL_CELLS and src.strip():
+                shell.append((line, src))
+        else:
+            body = python_lines(src)
+            shell += [(line + at, cmd) for at, cmd in shell_commands(src)]
         mapping.append((i + 1, line, file_lines[i] if file_lines else None))
         parts.append("\n".join(body))
         line += len(body)
