@@ -130,6 +130,11 @@ def precision_view(wl: Workload) -> PrecisionView:
         elif mech == "deepspeed" and v.get("from_config"):
             if any(x.value.get("mechanism") == "deepspeed" and x is not f and not x.value.get("from_config") for x in wl.of("precision")):
                 continue  # the linked config file decides
+        elif mech == "megatron_cli":
+            if any(flag_value(l.value.get("args") or [], v["replaced_by"]) is not None for l in wl.launchers):
+                enabled = None  # the arguments come from a YAML file instead of the command line
+            else:
+                enabled, dtype = _hf_flags(enabled, wl)
         elif mech in ("hf_args", "hf_cli") and isinstance(enabled, dict):
             if any(x.value.get("mechanism") == "hf_args_file" for x in wl.of("precision")):
                 continue  # a JSON/YAML argument file decides instead of flags
@@ -141,7 +146,7 @@ def precision_view(wl: Workload) -> PrecisionView:
             dtype = chosen if enabled else None
         elif is_cli(enabled):
             enabled = _truthy(resolve_cli(enabled, wl)) if resolve_cli(enabled, wl) is not None else None
-        from_default = bool(v.get("default")) or mech == "hf_cli" or is_cli(v.get("enabled"))
+        from_default = bool(v.get("default")) or mech in ("hf_cli", "megatron_cli") or is_cli(v.get("enabled"))
         if isinstance(dtype, dict) or is_cli(dtype):
             dtype = resolve_cli(dtype, wl) if is_cli(dtype) else None
         if enabled is True:

@@ -336,7 +336,7 @@ def _amp_cost(wl: Workload):
 
 def _what(trains) -> str:
     return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "accelerate": "accelerate training",
-            "deepspeed": "DeepSpeed training", "keras": "Keras training", "tensorflow": "TensorFlow training loop"}.get(trains.value.get("via"), "Training loop")
+            "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop"}.get(trains.value.get("via"), "Training loop")
 
 
 def _guidance(wl: Workload) -> str:
@@ -348,6 +348,8 @@ def _guidance(wl: Workload) -> str:
         how = f"set `mixed_precision: {'fp16' if fp16_only else 'bf16'}` in the accelerate config or Accelerator(mixed_precision=...)"
     elif "hf_args" in mech or "hf_cli" in mech or "hf_args_file" in mech:
         how = f"pass `--{'fp16' if fp16_only else 'bf16'} True` or set TrainingArguments({'fp16' if fp16_only else 'bf16'}=True)"
+    elif "megatron_cli" in mech:
+        how = f"pass `--{'fp16' if fp16_only else 'bf16'}` to the training script (Megatron trains in fp32 without it)"
     elif "lightning" in mech:
         how = f"use Trainer(precision=\"{'16-mixed' if fp16_only else 'bf16-mixed'}\")"
     elif "deepspeed" in mech:

@@ -54,3 +54,65 @@ def test_a_shell_cell_is_read_as_a_launch_and_a_python_cell_as_python():
     assert findings({"py.ipynb": python}, "SYS001") == []
     broken = _nb(_cell("import torch\nx = = 1", "python"))
     assert findings({"bad.ipynb": broken}, "SYS001")
+
+
+# -- Megatron's training driver ------------------------------------------------------------------
+PRETRAIN = '''\
+import torch
+from megatron.core.enums import ModelType
+from megatron.training import get_args, pretrain
+
+
+def model_provider(pre_process=True, post_process=True):
+    return build_model(get_args())
+
+
+def forward_step(data_iterator, model):
+    return model(next(data_iterator))
+
+
+if __name__ == "__main__":
+    pretrain(datasets_provider, model_provider, ModelType.encoder_or_decoder, forward_step{defaults})
+'''
+# a library helper of the repository, imported by the driver's modules, that runs under no_grad
+HELPER = '''\
+import torch
+
+
+def to_local(tensor):
+    with torch.no_grad():
+        return tensor.to_local()
+'''
+LAUNCH = '''\
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --gpus-per-node=8
+#SBATCH --partition=gpu
+torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-layers 24 --hidden-size 2048 {flags} --micro-batch-size 4
+'''
+
+
+def _megatron(flags: str, defaults: str = "") -> dict:
+    return {"pretrain_gpt.py": PRETRAIN.format(defaults=defaults) + "from megatron_utils import to_local\n",
+            "megatron_utils.py": HELPER, "train.sbatch": LAUNCH.format(flags=flags)}
+
+
+def test_megatrons_pretrain_trains_and_its_flags_decide_the_precision():
+    result = scan_files(_megatron("--bf16"))
+    wl = next(w for w in result.workloads if w["entrypoint"] == "pretrain_gpt.py")
+    assert wl["role"] == "training"
+    assert wl["resolved"]["precision"]["mixed"] is True and wl["resolved"]["precision"]["dtypes"] == ["bf16"]
+    assert not [f for f in result.findings if f.code.startswith(("INF", "AMP001"))]  # the helper's no_grad is no serving
+
+
+@pytest.mark.parametrize("flags, defaults, mixed", [
+    ("--fp16", "", True),
+    ("", "", False),                                     # Megatron's default is fp32
+    ("", ", args_defaults={'bf16': True}", True),
+    ("", ", args_defaults=DEFAULTS", None),              # a dict gpulint cannot read
+    ("--yaml-cfg gpt.yaml", "", None),                   # arguments from a file
+    ("$PRECISION_ARGS", "", None),                       # a word the script cannot resolve may hold --bf16
+])
+def test_megatron_precision_without_or_beside_the_flags(flags, defaults, mixed):
+    wl = next(w for w in scan_files(_megatron(flags, defaults)).workloads if w["entrypoint"] == "pretrain_gpt.py")
+    assert wl["resolved"]["precision"]["mixed"] is mixed

@@ -64,6 +64,8 @@ KERAS_POLICY = {"tensorflow.keras.mixed_precision.set_global_policy", "keras.mix
                 "tensorflow.keras.mixed_precision.experimental.set_policy", "keras.mixed_precision.experimental.set_policy",
                 "tf_keras.mixed_precision.set_global_policy"}
 DS_INIT = {"deepspeed.initialize"}
+#: Megatron's training driver: its loop lives in the library; precision is its own --bf16 / --fp16 (fp32 without)
+MEGATRON_PRETRAIN = {"megatron.training.pretrain", "megatron.training.training.pretrain"}
 ZERO_INIT = {"deepspeed.zero.Init", "deepspeed.runtime.zero.partition_parameters.Init"}
 TF32_FLAGS = {"torch.backends.cuda.matmul.allow_tf32": "matmul", "torch.backends.cudnn.allow_tf32": "cudnn"}
 TF32_PRECISION = {"torch.backends.cuda.matmul.fp32_precision", "torch.backends.fp32_precision",
@@ -426,6 +428,24 @@ def _framework_class(qualname: str, local: dict[str, str]) -> str:
     return local.get(qualname, qualname)
 
 
+def _megatron_precision(f: _Facts, call: Call) -> None:
+    """Megatron trains in fp32 unless its command line says --bf16 or --fp16 (megatron/training/arguments.py).
+    ``args_defaults={...}`` of the file (given to pretrain or parse_and_validate_args) replaces a flag's default;
+    one gpulint cannot read, or a --yaml-cfg launch, leaves the precision undecided."""
+    defaults: dict[str, Any] = {"bf16": False, "fp16": False}
+    for c in (c for c in f.ix.calls if c.has_kwarg("args_defaults")):
+        given = f.val(c, "args_defaults")
+        if not isinstance(given, dict):
+            defaults = {"bf16": None, "fp16": None}
+            break
+        for key in defaults:
+            if key in given:
+                defaults[key] = given[key] if isinstance(given[key], bool) else None
+    f.add("precision", {"mechanism": "megatron_cli", "dtype": None, "replaced_by": "--yaml-cfg",
+                        "enabled": {k: {"cli_arg": f"--{k}", "default": v} for k, v in defaults.items()}},
+          call.node, call.qualname)
+
+
 def _training(f: _Facts) -> None:
     ix = f.ix
     local_trainers = _trainer_classes(ix)
@@ -463,6 +483,10 @@ def _training(f: _Facts) -> None:
     applied = [c for c in ix.method_calls("apply_gradients")]
     if tape and applied:
         f.add("trains", {"via": "tensorflow"}, applied[0].node, "apply_gradients", **_owner(ix, applied[0]))
+    for c in ix.calls_to(*MEGATRON_PRETRAIN):
+        f.add("trains", {"via": "megatron"}, c.node, c.qualname, **_owner(ix, c))
+        f.add("uses_gpu", {"via": "megatron"}, c.node, c.qualname)  # NCCL process groups: no CPU path
+        break
     for c in ix.calls_to(*DS_INIT):
         if any(x.attr == "backward" for x in ix.calls):
             f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize", **_owner(ix, c))
@@ -679,6 +703,9 @@ def _precision(f: _Facts) -> None:
         if trl:
             fact["undecided"] = TRL_BF16_DEFAULT
         f.add("precision", fact, c.node, c.qualname)
+    for c in ix.calls_to(*MEGATRON_PRETRAIN):
+        _megatron_precision(f, c)
+        break
     for c in ix.calls_to(*ACCELERATOR):
         if f.present(c, "mixed_precision"):
             mp = f.val(c, "mixed_precision")
