@@ -91,13 +91,15 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
             finding = _parse_error(rel, getattr(exc, "location", None) or Location(rel, exc.line, exc.column), exc.message,
                                    _OVER_BUDGET if isinstance(exc, limits.LimitExceeded) else
                                    _NEWER_PYTHON if isinstance(exc, NewerSyntax) else _FIX_SYNTAX)
-            # valid code of a newer Python than gpulint's: nothing to fix in the file, so never an error
-            res.findings.append(finding.with_(severity=Severity.INFO) if isinstance(exc, NewerSyntax) else finding)
+            # valid code of a newer Python than gpulint's, or a file past one of gpulint's own parse budgets: nothing
+            # to fix in the file, so never an error
+            res.findings.append(finding.with_(severity=Severity.INFO) if isinstance(exc, (NewerSyntax, limits.LimitExceeded))
+                                else finding)
             res.suppressions = find_suppressions(text, fk.comment, python=False)
             return res
         except (RecursionError, MemoryError) as exc:  # a parser of a plugin without its own guard
             what = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
-            res.findings.append(_parse_error(rel, Location(rel, 1, 1), f"{what} to parse", _OVER_BUDGET))
+            res.findings.append(_parse_error(rel, Location(rel, 1, 1), f"{what} to parse", _OVER_BUDGET).with_(severity=Severity.INFO))
             res.suppressions = find_suppressions(text, fk.comment, python=False)
             return res
         except Exception as exc:
@@ -144,7 +146,8 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
                 res.errors.append(f"{rel}: {exc}")
             except (RecursionError, MemoryError) as exc:
                 what = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
-                res.findings.append(_parse_error(rel, source.loc(1, 1), f"{what} for the '{ex.name}' reader", _OVER_BUDGET))
+                res.findings.append(_parse_error(rel, source.loc(1, 1), f"{what} for the '{ex.name}' reader", _OVER_BUDGET)
+                                    .with_(severity=Severity.INFO))
             except Exception as exc:
                 res.findings.append(sys_finding("SYS002", "rule-error", source.loc(1, 1),
                                                 f"fact extractor '{ex.name}' failed on {rel}: {type(exc).__name__}: {exc}"[:300],
@@ -164,8 +167,15 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
 
 
 def _read_error(rel: str, problem: str) -> Finding:
-    return sys_finding("SYS001", "parse-error", Location(rel, 1, 1), f"{rel} could not be read: {problem}",
-                       "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")
+    finding = sys_finding("SYS001", "parse-error", Location(rel, 1, 1), f"{rel} could not be read: {problem}",
+                          _OVER_BUDGET if problem.startswith(TOO_BIG) else
+                          "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")
+    # past gpulint's own size budget: nothing is wrong with the file (most are data), so never an error
+    return finding.with_(severity=Severity.INFO) if problem.startswith(TOO_BIG) else finding
+
+
+#: how a read problem past the size budget starts
+TOO_BIG = "larger than "
 
 
 _FIX_SYNTAX = "Fix the syntax error; until then gpulint cannot check this file, and workloads that use it may be incomplete."
@@ -465,8 +475,8 @@ class Scanner:
             # a notebook's bytes are mostly its outputs (embedded images): the limit applies to its code cells once
             # parsed (gpulint.kinds.parsers), the raw file may be a few times larger
             max_bytes *= NOTEBOOK_OUTPUT_ALLOWANCE
-        too_big = f"larger than max-file-size-kb ({max_bytes // 1024:,} KB); not read" if cand.kind != "notebook" else \
-            f"larger than {NOTEBOOK_OUTPUT_ALLOWANCE} x max-file-size-kb ({max_bytes // 1024:,} KB) with its outputs; not read"
+        too_big = f"{TOO_BIG}max-file-size-kb ({max_bytes // 1024:,} KB); not read" if cand.kind != "notebook" else \
+            f"{TOO_BIG}{NOTEBOOK_OUTPUT_ALLOWANCE} x max-file-size-kb ({max_bytes // 1024:,} KB) with its outputs; not read"
         try:
             if cand.abs.stat().st_size > max_bytes:
                 return None, too_big

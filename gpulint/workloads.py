@@ -27,6 +27,7 @@ unknown is listed.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
@@ -246,8 +247,16 @@ def _strip_container(path: str) -> str:
     return path
 
 
+#: a path written as a placeholder for the reader's own (``/path/to/textvqa/train.json``, ``<data-dir>/x.yaml``,
+#: ``YOUR_BUCKET/conf.json``): whatever file of the repository it ends like, it is not that file
+_PLACEHOLDER_PATH = re.compile(r"(?:^|/)path/to/|<[^<>/]+>|(?:^|/)your[_-]", re.I)
+#: flags whose value is data the script reads (a dataset, annotations, a vocabulary), not a configuration of the run
+_DATA_FLAG = re.compile(r"data|annotation|question|answer|caption|vocab|token|label|(?:train|valid|validation|test|eval)_file|"
+                        r"meta_path|json_path|jsonl|corpus|manifest|prompt", re.I)
+
+
 def _resolve_config(path: str | None, near: str, repo: Repo) -> str | None:
-    if not isinstance(path, str) or "$" in path:
+    if not isinstance(path, str) or "$" in path or _PLACEHOLDER_PATH.search(path):
         return None
     path = _strip_container(path)
     for c in (posixpath.normpath(posixpath.join(posixpath.dirname(near), path)), posixpath.normpath(path.lstrip("./")) if path.startswith("./") else posixpath.normpath(path)):
@@ -542,10 +551,14 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             if f.kind == "config_ref":
                 _attach_config(wl, _resolve_config(f.value.get("path"), f.loc.path, repo), repo, f"code: {f.loc.short()} names it")
         for f in wl.launchers:
-            for arg in f.value.get("args") or []:
+            args = [a for a in f.value.get("args") or []]
+            for i, arg in enumerate(args):
                 if not isinstance(arg, str):
                     continue
-                value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+                flag, _, value = arg.partition("=") if arg.startswith("-") and "=" in arg else (
+                    (args[i - 1] if i and isinstance(args[i - 1], str) and args[i - 1].startswith("-") else ""), "", arg)
+                if flag and _DATA_FLAG.search(flag.lstrip("-")):
+                    continue  # --train_file data/train.json, --meta_path shell/data/mix.json: data the script reads
                 if value.endswith((".json", ".yaml", ".yml")) and not value.startswith("-"):
                     _attach_config(wl, _resolve_config(value, f.loc.path, repo), repo, f"launcher: {f.loc.short()} passes it")
     # 2. the configuration's workloads table

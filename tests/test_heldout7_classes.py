@@ -116,3 +116,32 @@ def test_megatrons_pretrain_trains_and_its_flags_decide_the_precision():
 def test_megatron_precision_without_or_beside_the_flags(flags, defaults, mixed):
     wl = next(w for w in scan_files(_megatron(flags, defaults)).workloads if w["entrypoint"] == "pretrain_gpt.py")
     assert wl["resolved"]["precision"]["mixed"] is mixed
+
+
+# -- files a launcher names that are not the run's configuration -----------------------------------
+EVAL = "import torch\nmodel = load().cuda().eval()\nwith torch.no_grad():\n    model(batch)\n"
+
+
+def _eval_launch(flag: str, path: str) -> dict:
+    return {"eval.py": EVAL, "run_eval.sh": f"#!/bin/bash\npython eval.py {flag} \"{path}\"\n",
+            "data/textvqa/train_questions.json": '{"questions": [1, 2,]\n'}
+
+
+@pytest.mark.parametrize("flag, path, severity", [
+    ("--config", "data/textvqa/train_questions.json", "error"),                 # a file the launch reads as its config
+    ("--config", "/path/to/textvqa/train_questions.json", "info"),              # a placeholder for the reader's own file
+    ("--config", "<data-root>/textvqa/train_questions.json", "info"),
+    ("--textvqa_questions_json_path", "data/textvqa/train_questions.json", "info"),  # data the script reads
+    ("--train_file", "data/textvqa/train_questions.json", "info"),
+])
+def test_a_broken_file_fails_ci_only_when_a_launch_reads_it_as_configuration(flag, path, severity):
+    (err,) = findings(_eval_launch(flag, path), "SYS001")
+    assert err.severity.value == severity
+
+
+def test_a_file_past_the_size_budget_is_info_even_where_a_launch_reads_it():
+    files = {"eval.py": EVAL, "run_eval.sh": "#!/bin/bash\npython eval.py --config conf/big.json\n",
+             "conf/big.json": '{"rows": [' + ", ".join(['"x"'] * 800) + "]}\n"}
+    (err,) = [f for f in scan_files(files, config_text="max-file-size-kb = 1\n").findings if f.code == "SYS001"]
+    assert err.severity.value == "info" and "max-file-size-kb" in err.message
+    assert "UTF-8" not in err.guidance and "limit" in err.guidance
