@@ -145,3 +145,41 @@ def test_a_file_past_the_size_budget_is_info_even_where_a_launch_reads_it():
     (err,) = [f for f in scan_files(files, config_text="max-file-size-kb = 1\n").findings if f.code == "SYS001"]
     assert err.severity.value == "info" and "max-file-size-kb" in err.message
     assert "UTF-8" not in err.guidance and "limit" in err.guidance
+
+
+# -- a model the repository's own loader builds in the dtype it is handed ---------------------------
+HAND_BF16 = '''\
+import torch
+from finetune.wrapped_model import load_model
+
+
+def train(folder):
+    param_dtype = {dtype}
+    model = load_model(folder=folder, param_dtype=param_dtype)
+    model.cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for batch in loader:
+        loss = model(batch.cuda()).mean()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    train("/models/7b")
+'''
+WRAPPED = '''\
+import torch
+
+
+def load_model(folder, param_dtype):
+    state = read_state(folder)
+    return Transformer.from_state(state, dtype=param_dtype)
+'''
+SBATCH = "#!/bin/bash\n#SBATCH --gres=gpu:8\n#SBATCH --partition=a100\ntorchrun --nproc-per-node 8 train.py\n"
+
+
+@pytest.mark.parametrize("dtype, fires", [("torch.bfloat16", False), ("torch.float16", False), ("torch.float32", True)])
+def test_a_half_dtype_handed_to_the_repositorys_model_loader_is_a_16_bit_model(dtype, fires):
+    files = {"train.py": HAND_BF16.format(dtype=dtype), "finetune/__init__.py": "", "finetune/wrapped_model.py": WRAPPED,
+             "run.sbatch": SBATCH}
+    assert bool(findings(files, "AMP001")) is fires

@@ -785,6 +785,13 @@ def _precision(f: _Facts) -> None:
             enabled, dtype = half_precision(f.ev.value(f.kwarg(c, "dtype"), c.scope))
             if enabled is not False:
                 f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, "dtype")
+        elif _builds_model(c) and (given := next(((k, v) for k, v in c.keywords() if k and "dtype" in k.lower()), None)):
+            # ``model = load_model(folder, param_dtype=torch.bfloat16)``: the repository's own loader builds the model in
+            # the dtype it is handed (a hand-written bf16 recipe keeping fp32 master weights beside it)
+            enabled, dtype = half_precision(f.ev.value(given[1], c.scope))
+            if enabled is True or (enabled == "by_dtype" and _dtype_flag(dtype)):
+                f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled, "load_dtype": True},
+                      c.node, given[0] if enabled is True else dtype["cli_arg"])
         elif c.attr == "from_pretrained" and (f.kwarg(c, "torch_dtype") is not None or f.kwarg(c, "dtype") is not None):
             v = f.ev.value(f.kwarg(c, "torch_dtype") or f.kwarg(c, "dtype"), c.scope)
             enabled, dtype = half_precision(v)
@@ -810,6 +817,15 @@ def _precision(f: _Facts) -> None:
                                 "enabled": True if enabled is True else None}, c.node, q)
         elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
             f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+
+
+def _builds_model(c: Call) -> bool:
+    """A call of the repository's (or an unknown library's) code that builds or loads the model: its name or the
+    name it is bound to says model (``load_model(...)``, ``net = build_model(cfg)``, ``model = get_network(...)``).
+    torch's and transformers' calls are read for what they are."""
+    if (c.qualname or "").startswith(("torch.", "transformers.", "numpy.", "jax.")) or c.attr == "from_pretrained":
+        return False
+    return "model" in c.attr.lower() or c.assigned_to.lower() in ("model", "net", "network") or "model" in c.assigned_to.lower()
 
 
 _DTYPE_FLAG = re.compile(r"dtype|precision|half|bf16|fp16|float|amp", re.I)
