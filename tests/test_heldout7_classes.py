@@ -183,3 +183,52 @@ def test_a_half_dtype_handed_to_the_repositorys_model_loader_is_a_16_bit_model(d
     files = {"train.py": HAND_BF16.format(dtype=dtype), "finetune/__init__.py": "", "finetune/wrapped_model.py": WRAPPED,
              "run.sbatch": SBATCH}
     assert bool(findings(files, "AMP001")) is fires
+
+
+# -- a run that says it is a demonstration, or trains a handful of steps -----------------------------
+LOOP = '''\
+{doc}import torch
+
+
+def main():
+    {budget}
+    model = Policy().cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    step = 0
+    while step < {bound}:
+        for batch in loader:
+            loss = model(batch.cuda())
+            loss.backward()
+            optimizer.step()
+            step += 1
+
+
+if __name__ == "__main__":
+    main()
+'''
+GPU_JOB = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython train.py\n"
+
+
+@pytest.mark.parametrize("doc, budget, bound, severity", [
+    ("", "training_steps = 100000", "training_steps", "warning"),
+    ('"""This script demonstrates how to train a policy with the library."""\n', "training_steps = 5000",
+     "training_steps", "info"),
+    ("", "training_steps = 10", "training_steps", "info"),
+    ("", "num_steps = 10", "20000", "warning"),  # assigned but never read: not the loop's budget
+    ('"""Train a diffusion policy on real robot data."""\n', "training_steps = 100000", "training_steps", "warning"),
+])
+def test_a_demo_or_a_few_step_run_is_advice(doc, budget, bound, severity):
+    files = {"train.py": LOOP.format(doc=doc, budget=budget, bound=bound), "job.sbatch": GPU_JOB}
+    (amp,) = findings(files, "AMP001")
+    assert amp.severity.value == severity, amp.message
+
+
+def test_trainingarguments_with_a_ten_step_budget_is_a_demo():
+    code = ("from transformers import Trainer, TrainingArguments\n"
+            "args = TrainingArguments(output_dir='out', max_steps={n})\n"
+            "Trainer(model=model, args=args, train_dataset=ds).train()\n")
+    job = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython ft.py\n"
+    short = findings({"ft.py": code.format(n=10), "job.sbatch": job}, "AMP001")
+    long = findings({"ft.py": code.format(n=20000), "job.sbatch": job}, "AMP001")
+    assert [f.severity.value for f in short] == ["info"] and "10-step budget" in short[0].message
+    assert [f.severity.value for f in long] == ["warning"]

@@ -327,6 +327,39 @@ def _benchmark(f: _Facts, backward: Call) -> None:
         f.add("benchmark", {"via": f"synthetic inputs ({synthetic.qualname})", "synthetic": True}, backward.node, backward.scope)
 
 
+#: a module docstring that says the file is a demonstration, not a run anyone keeps
+_DEMO_DOC = re.compile(r"\b(?:this (?:script|example|file|notebook|code) (?:demonstrates|shows how)|demonstrates how to|"
+                       r"toy example|minimal example|a (?:simple|minimal|small) (?:demo|example) of)\b", re.I)
+#: names of a training budget in steps (``training_steps = 10``; ``max_steps=10``)
+_BUDGET_NAME = re.compile(r"^(?:max|num|n|total|training|train)_?(?:steps|iters|iterations|train_steps)$", re.I)
+#: a literal budget this short is a demo or smoke test: nothing of it is worth a GPU-efficiency change
+DEMO_MAX_STEPS = 100
+
+
+def _demo(f: _Facts) -> None:
+    """A training file that says it is a demonstration (its module docstring), or whose step budget is a literal
+    of a few steps (``training_steps = 10`` in a function or the module, ``TrainingArguments(max_steps=10)``): a
+    benchmark-like run, judged as such (fp32 may be all it needs, nothing worth a checkpoint)."""
+    tree = f.src.syntax
+    doc = ast.get_docstring(tree) if isinstance(tree, ast.Module) else None
+    m = _DEMO_DOC.search(doc or "")
+    if m:
+        f.add("benchmark", {"via": f"docstring ('{m.group(0)}')"}, tree.body[0], "docstring")
+        return
+    for c in f.ix.calls:
+        if (c.qualname or "") in HF_ARGS and isinstance(steps := f.val(c, "max_steps"), int) and 0 < steps <= DEMO_MAX_STEPS:
+            f.add("benchmark", {"via": f"{steps}-step budget (max_steps={steps})"}, c.node, "max_steps")
+            return
+    for node in ast.walk(tree) if tree is not None else ():
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name and \
+                _BUDGET_NAME.match(node.targets[0].id) and node.value.__class__ is ast.Constant and \
+                type(node.value.value) is int and 0 < node.value.value <= DEMO_MAX_STEPS:
+            name = node.targets[0].id
+            if sum(1 for n in ast.walk(tree) if n.__class__ is ast.Name and n.id == name) > 1:  # the loop reads it
+                f.add("benchmark", {"via": f"{node.value.value}-step budget ({name} = {node.value.value})"}, node, name)
+                return
+
+
 _LOADER_WORDS = re.compile(r"loader|data_iter|dataiter|batches|prefetcher", re.I)
 
 
@@ -490,6 +523,9 @@ def _training(f: _Facts) -> None:
     for c in ix.calls_to(*DS_INIT):
         if any(x.attr == "backward" for x in ix.calls):
             f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize", **_owner(ix, c))
+    trains = next((x for x in f.out if x.kind == "trains"), None)
+    if trains is not None and not any(x.kind == "benchmark" for x in f.out):
+        _demo(f)
     # GPU use: explicit device strings, .cuda(), or frameworks that take the GPU when one exists
     # a device only where a CUDA check found one (``"cuda" if torch.cuda.is_available() else "cpu"``, ``if
     # torch.cuda.is_available(): model.cuda()``) runs on the CPU as well: a probe, not a GPU the code requires
