@@ -232,3 +232,36 @@ def test_trainingarguments_with_a_ten_step_budget_is_a_demo():
     long = findings({"ft.py": code.format(n=20000), "job.sbatch": job}, "AMP001")
     assert [f.severity.value for f in short] == ["info"] and "10-step budget" in short[0].message
     assert [f.severity.value for f in long] == ["warning"]
+
+
+# -- Terraform that Terraform accepts and python-hcl2's grammar does not -----------------------------
+MULTILINE_INTERPOLATION = '''\
+resource "aws_instance" "trainer" {
+  ami           = "ami-123"
+  instance_type = "p4d.24xlarge"
+  tags = {
+    Name = "trainer-${
+      var.short ? "a" :
+      "b-${var.suffix}"
+    }"
+  }
+}
+
+resource "aws_instance" "second" {
+  instance_type = "g5.xlarge"
+}
+'''
+
+
+def test_a_multiline_interpolation_is_blanked_and_the_rest_of_the_file_is_read():
+    result = scan_files({"main.tf": MULTILINE_INTERPOLATION})
+    assert [f for f in result.findings if f.code == "SYS001"] == []
+    assert sorted(c["instance"] for c in result.computes) == ["g5.xlarge", "p4d.24xlarge"]
+
+
+@pytest.mark.parametrize("broken", [
+    'resource "aws_instance" "x" {\n  instance_type = "p4d.24xlarge"\n  tags = {\n    Name = "x-${var.a"\n  }\n',
+    'resource "aws_instance" "x" {\n  instance_type = = "p4d.24xlarge"\n}\n',
+])
+def test_a_real_hcl_syntax_error_is_still_reported(broken):
+    assert findings({"main.tf": broken}, "SYS001")

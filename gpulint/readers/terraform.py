@@ -65,7 +65,9 @@ def read(text: str, path: str) -> list[Fact]:
     except RecursionError:
         raise ReadError("HCL nesting too deep to parse", 1, 1) from None
     except Exception as exc:  # lark/hcl2 raise several types; callers get one
-        raise _read_error(exc, text) from None
+        tree = _without_unread_interpolations(text, exc)
+        if tree is None:
+            raise _read_error(exc, text) from None
     ctx = _Ctx(path)
     try:
         root = _View(tree.body, 1, 1, "")
@@ -147,6 +149,48 @@ def _is_auto_tfvars(path: str) -> bool:
     """Terraform loads these without a -var-file flag."""
     name = path.rsplit("/", 1)[-1]
     return name in ("terraform.tfvars", "terraform.tfvars.json") or name.endswith((".auto.tfvars", ".auto.tfvars.json"))
+
+
+#: interpolations python-hcl2 may fail on that one file can hold (each retried parse blanks one more)
+_MAX_BLANKED = 8
+
+
+def _without_unread_interpolations(text: str, exc: Exception):
+    """The tree of `text` with the ``${ ... }`` interpolations python-hcl2 cannot read blanked out, or None.
+    Terraform accepts an interpolation that spans lines (a chain of conditionals inside a quoted string);
+    python-hcl2's grammar does not. The failing one is replaced by spaces (lines keep their numbers) and the
+    file is parsed again, so its blocks are read and only that string's value is lost; an error anywhere
+    else (not inside an interpolation) is a real syntax error."""
+    for _ in range(_MAX_BLANKED):
+        line, col = getattr(exc, "line", None), getattr(exc, "column", None)
+        if not isinstance(line, int) or not isinstance(col, int) or line < 1:
+            return None
+        lines = text.split("\n")
+        if line > len(lines):
+            return None
+        at = sum(len(l) + 1 for l in lines[: line - 1]) + col - 1
+        start = text.rfind("${", 0, at + 1)
+        if start < 0:
+            return None
+        depth, end = 0, None
+        for i in range(start + 1, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        if end is None or end < at or "\n" not in text[start:end]:
+            return None  # the error is not inside a multi-line interpolation
+        text = text[:start] + "".join("\n" if ch == "\n" else " " for ch in text[start:end + 1]) + text[end + 1:]
+        try:
+            return hcl2.parses(text)
+        except RecursionError:
+            return None
+        except Exception as again:  # noqa: BLE001 - the next failing interpolation, or a real error
+            exc = again
+    return None
 
 
 def _read_error(exc: Exception, text: str) -> ReadError:
