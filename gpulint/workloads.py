@@ -220,14 +220,29 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
     last_two = "/".join(s.split("/")[-2:])
     matches = [p for p in repo.files_of_kind(*CODE_KINDS)
                if p == s or p.endswith("/" + s) or (s.count("/") >= 1 and (p == last_two or p.endswith("/" + last_two)))]
-    if len(matches) == 1:
-        return matches[0]
+    if matches:
+        return matches[0] if len(matches) == 1 else _nearest(matches, launcher_path)
     same_name = [p for p in repo.files_of_kind(*CODE_KINDS) if posixpath.basename(p) == tail]
+    if len(same_name) > 1:
+        same_name = [p for p in [_nearest(same_name, launcher_path)] if p]
     # a bare file-name match only for a path relative to the launcher, or for a file beside the launcher (the
     # source_dir SageMaker uploads with its script.sh): an absolute container path whose folders match nothing
     # here is otherwise a file of the image (kubeflow/...-example:latest), not the repository's namesake
     if len(same_name) == 1 and "/" in s and (not script.startswith("/") or _beside(same_name[0], launcher_path)):
         return same_name[0]
+    return None
+
+
+def _nearest(paths: list[str], launcher_path: str) -> str | None:
+    """The one of several same-named scripts that sits under the launcher's nearest folder holding any of them
+    (``internvl_chat/shell/run.sh`` runs ``internvl/train/finetune.py`` from ``internvl_chat/``, not the copy under
+    ``internvl_chat_gpt_oss/``); None when that folder holds more than one, or only the root holds them."""
+    here = posixpath.dirname(launcher_path)
+    while here:
+        under = [p for p in paths if p.startswith(here + "/")]
+        if under:
+            return under[0] if len(under) == 1 else None
+        here = posixpath.dirname(here)
     return None
 
 

@@ -265,3 +265,23 @@ def test_a_multiline_interpolation_is_blanked_and_the_rest_of_the_file_is_read()
 ])
 def test_a_real_hcl_syntax_error_is_still_reported(broken):
     assert findings({"main.tf": broken}, "SYS001")
+
+
+# -- one script name, two copies: the launcher's own tree decides ----------------------------------
+FINETUNE_PY = ("import torch\nfrom transformers import Trainer, TrainingArguments, HfArgumentParser\n"
+               "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+               "Trainer(model=model, args=args, train_dataset=ds).train()\n")
+RUN = "#!/bin/bash\ncd $(dirname $0)/../..\ntorchrun --nproc_per_node 8 internvl/train/finetune.py --bf16 True --output_dir out\n"
+
+
+@pytest.mark.parametrize("launcher, linked", [
+    ("chat/shell/v2/run.sh", "chat/internvl/train/finetune.py"),
+    ("chat_oss/shell/run.sh", "chat_oss/internvl/train/finetune.py"),
+    ("scripts/run.sh", None),  # neither copy is under the launcher's folders: ambiguous, no link
+])
+def test_a_relative_script_with_a_twin_copy_links_to_the_one_in_the_launchers_tree(launcher, linked):
+    files = {"chat/internvl/train/finetune.py": FINETUNE_PY, "chat_oss/internvl/train/finetune.py": FINETUNE_PY,
+             launcher: RUN}
+    result = scan_files(files)
+    with_launcher = [w["entrypoint"] for w in result.workloads if w["launchers"]]
+    assert with_launcher == ([linked] if linked else [])
