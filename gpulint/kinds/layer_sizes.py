@@ -63,6 +63,8 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
                  key=lambda c: (c.attr not in _OPAQUE_ATTRS and c.qualname not in _OPAQUE_CALLS,
                                 _NOT_A_MODEL.search(c.qualname or "") is not None,
                                 not (c.qualname or c.attr).rsplit(".", 1)[-1][:1].isupper(), c.order))
+    if opaque is not None and _NOT_A_MODEL.search(opaque.qualname or opaque.attr or ""):
+        opaque = None  # the most model-like call is a tokenizer, a config or a helper: the file loads no model
     if opaque is not None:
         # a pretrained, registry or loaded model: whatever else the file builds, the model's size is not counted here
         out.append((opaque.node, opaque.qualname or opaque.attr, None))
