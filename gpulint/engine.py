@@ -326,7 +326,7 @@ class Scanner:
             cache.save()
         self.last_cache = cache
         repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands})
-        scope = Scope.of(self.config)
+        scope = Scope.of(self.config, root, [c.rel for c in cands])
         linked = link(repo, self.config.workloads, scope)
         workloads = linked.workloads
         wctx = WorkloadContext(self.config, repo, list(self.registry.catalogue), workloads=workloads,

@@ -285,3 +285,24 @@ def test_a_relative_script_with_a_twin_copy_links_to_the_one_in_the_launchers_tr
     result = scan_files(files)
     with_launcher = [w["entrypoint"] for w in result.workloads if w["launchers"]]
     assert with_launcher == ([linked] if linked else [])
+
+
+# -- a fork of a known library carried in a folder of the repository ----------------------------------
+GLUE = ("import torch\nmodel = Net().cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n")
+JOB = "#!/bin/bash\n#SBATCH --gres=gpu:8\n#SBATCH --partition=a100\npython {script}\n"
+
+
+@pytest.mark.parametrize("manifest, root_manifest, reported", [
+    ('from setuptools import setup\nsetup(name="transformers", version="4.4.2")\n', None, False),
+    ('[project]\nname = "Transformers"\nversion = "4.4.2"\n', None, False),                      # pyproject, PEP 503 case
+    ('from setuptools import setup\nsetup(name="lora-nlu-experiments")\n', None, True),          # the repository's own
+    ('from setuptools import setup\nsetup(name="transformers")\n', 'from setuptools import setup\nsetup(name="transformers")\n', True),
+])
+def test_a_folder_whose_manifest_declares_a_known_library_is_vendored(manifest, root_manifest, reported):
+    name = "pyproject.toml" if manifest.startswith("[project]") else "setup.py"
+    files = {f"examples/NLU/{name}": manifest, "examples/NLU/examples/legacy/run_glue.py": GLUE,
+             "examples/NLU/examples/legacy/job.sbatch": JOB.format(script="run_glue.py")}
+    if root_manifest:
+        files["setup.py"] = root_manifest  # the repository is that library: its examples are its own
+    assert bool(findings(files, "AMP001")) is reported
