@@ -163,6 +163,19 @@ _PROVIDER_BUDGET = {"aws": ("aws_budgets_budget", "a CloudWatch EstimatedCharges
                     "azure": ("azurerm_consumption_budget_*",)}
 
 
+#: the budget to add, in the provider's own resource (the docstring's example is AWS's)
+_BUDGET_GUIDANCE = {
+    "aws": ("Add a monthly budget with an alert at a share of it: resource \"aws_budgets_budget\" with budget_type = \"COST\", "
+            "limit_amount, time_unit = \"MONTHLY\" and a notification block (threshold 80, FORECASTED) to the team's address."),
+    "gcp": ("Add a billing budget with alert thresholds: resource \"google_billing_budget\" with billing_account, "
+            "budget_filter { projects = [\"projects/<number>\"] }, amount { specified_amount { currency_code = \"USD\", "
+            "units = \"20000\" } } and threshold_rules { threshold_percent = 0.8 }."),
+    "azure": ("Add a consumption budget: resource \"azurerm_consumption_budget_subscription\" (or _resource_group) with "
+              "amount, time_grain = \"Monthly\", a time_period and a notification block (threshold = 80, "
+              "operator = \"GreaterThan\", contact_emails)."),
+}
+
+
 class NoBudgetAlert(Rule):
     """The infrastructure provisions GPU capacity and defines no budget or spend alarm.
 
@@ -227,7 +240,7 @@ class NoBudgetAlert(Rule):
             yield self.finding(
                 first.loc, f"{len(rcs)} {provider} GPU resource{'s' if len(rcs) > 1 else ''} ({names}) and no "
                            f"{' or '.join(_PROVIDER_BUDGET[provider])} anywhere in the repository",
-                symbol=f"budget:{provider}")
+                symbol=f"budget:{provider}", guidance=_BUDGET_GUIDANCE[provider])
 
 
 # -- COST003 --------------------------------------------------------------------------------------

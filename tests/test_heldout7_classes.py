@@ -306,3 +306,14 @@ def test_a_folder_whose_manifest_declares_a_known_library_is_vendored(manifest, 
     if root_manifest:
         files["setup.py"] = root_manifest  # the repository is that library: its examples are its own
     assert bool(findings(files, "AMP001")) is reported
+
+
+# -- COST002's guidance names the provider's own budget ----------------------------------------------
+@pytest.mark.parametrize("tf, provider_word, other_word", [
+    ('resource "google_container_node_pool" "gpu" {\n  node_config {\n    machine_type = "g2-standard-4"\n  }\n}\n',
+     "google_billing_budget", "aws_budgets_budget"),
+    ('resource "aws_instance" "gpu" {\n  instance_type = "g5.xlarge"\n}\n', "aws_budgets_budget", "google_billing_budget"),
+])
+def test_the_budget_guidance_is_the_providers_own(tf, provider_word, other_word):
+    (f,) = [f for f in scan_files({"main.tf": tf}, select=["COST002"]).findings if f.code == "COST002"]
+    assert provider_word in f.guidance and other_word not in f.guidance
