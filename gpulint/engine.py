@@ -579,13 +579,16 @@ def fed_files(workloads: list[Workload]) -> set[str]:
     return out
 
 
+#: a path with a placeholder of a project generator in it (cookiecutter, copier): the files below are templates
+_TEMPLATED_PATH = re.compile(r"\{\{[^/{}]*\}\}|\{%[^/]*%\}")
 #: file names that say the file is a template to render (Terraform templatefile, Jinja, Go templates)
 _TEMPLATE_NAME = re.compile(r"\.(tftpl|tpl|j2|jinja2?|gotmpl)(\.|$)", re.I)
 
 
 def _without_chart_templates(findings: list[Finding], results: dict) -> list[Finding]:
     """A Helm chart's templates/ (and other files beside its Chart.yaml) are Go templates rendered by helm, not YAML
-    gpulint can read, as are files named as templates (``*.tftpl.*``, ``*.j2``): one that could not be read (does not
+    gpulint can read, as are files named as templates (``*.tftpl.*``, ``*.j2``) and files under a generator's
+    placeholder folder (``{{cookiecutter.name}}/``): one that could not be read (does not
     parse even with placeholders, or is over a size limit, as generated CRDs are) is skipped in silence: it holds no
     fact of its own either way."""
     charts = {posixpath.dirname(p) for p in results if posixpath.basename(p) == "Chart.yaml"}
@@ -593,6 +596,8 @@ def _without_chart_templates(findings: list[Finding], results: dict) -> list[Fin
     def in_chart_templates(path: str) -> bool:
         if _TEMPLATE_NAME.search(posixpath.basename(path)):
             return True  # named as a template (kustomization.tftpl.yaml, values.yaml.j2): rendered before any tool reads it
+        if _TEMPLATED_PATH.search(path):
+            return True  # a project generator's tree (cookiecutter-template-{{cookiecutter.name}}/...): rendered first
         d = posixpath.dirname(path)
         if d in charts and posixpath.basename(path) not in ("Chart.yaml", "values.yaml"):
             return True  # a chart's own folder keeps templates too (k8s_templates/peft/peft.yaml beside Chart.yaml)

@@ -317,3 +317,10 @@ def test_a_folder_whose_manifest_declares_a_known_library_is_vendored(manifest, 
 def test_the_budget_guidance_is_the_providers_own(tf, provider_word, other_word):
     (f,) = [f for f in scan_files({"main.tf": tf}, select=["COST002"]).findings if f.code == "COST002"]
     assert provider_word in f.guidance and other_word not in f.guidance
+
+
+def test_files_under_a_project_generators_placeholder_folder_are_templates():
+    broken = "from .modeling_{{cookiecutter.lowercase_modelname}} import {{cookiecutter.camelcase_modelname}}Model\n"
+    files = {"templates/cookiecutter-template-{{cookiecutter.modelname}}/__init__.py": "import torch\n" + broken,
+             "src/pkg/__init__.py": "import torch\n" + broken}
+    assert [f.loc.path for f in findings(files, "SYS001")] == ["src/pkg/__init__.py"]
