@@ -1,6 +1,7 @@
 """Classes of false positives and misses found by the sixth and seventh held-out rounds (judged in
 tests/realworld/labels.yaml), each reproduced in a few lines written for the purpose."""
 import json
+import posixpath
 
 import pytest
 
@@ -324,3 +325,38 @@ def test_files_under_a_project_generators_placeholder_folder_are_templates():
     files = {"templates/cookiecutter-template-{{cookiecutter.modelname}}/__init__.py": "import torch\n" + broken,
              "src/pkg/__init__.py": "import torch\n" + broken}
     assert [f.loc.path for f in findings(files, "SYS001")] == ["src/pkg/__init__.py"]
+
+
+# -- a measurement script's loader is not a training loader -------------------------------------------
+MEASURE = '''\
+import torch
+from torch.utils.data import DataLoader
+from PIL import Image
+
+
+class Images(torch.utils.data.Dataset):
+    def __getitem__(self, i):
+        return Image.open(self.paths[i]).convert("RGB")
+
+
+def run(batch_size):
+    loader = DataLoader(Images(), batch_size=batch_size)
+    model = VLM().cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    torch.cuda.reset_peak_memory_stats()
+    for batch in loader:
+        model(batch.cuda()).mean().backward()
+        opt.step()
+    return torch.cuda.max_memory_allocated()
+
+
+if __name__ == "__main__":
+    for bs in (1, 2, 4, 8):
+        print(bs, run(bs))
+'''
+
+
+@pytest.mark.parametrize("name, reported", [("eval/measure_vram.py", False), ("profile_step.py", False), ("train.py", True)])
+def test_io_advice_skips_a_measurement_script(name, reported):
+    files = {name: MEASURE, "job.sbatch": GPU_JOB.replace("train.py", posixpath.basename(name))}
+    assert bool(findings(files, "IO")) is reported

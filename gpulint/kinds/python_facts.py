@@ -288,7 +288,7 @@ def _runs_as_script(ix: PyIndex) -> bool:
 
 # -- does it train, on what --------------------------------------------------------------
 #: entry points named for measuring speed, not for producing a model
-_BENCH_FILE = re.compile(r"(^|[_\-.])(bench|benchmark|benchmarks|benchmarking|throughput|speedtest|speed_test)([_\-.]|$)")
+_BENCH_FILE = re.compile(r"(^|[_\-.])(bench|benchmark|benchmarks|benchmarking|throughput|speedtest|speed_test|measure|profile|profiling)([_\-.]|$)")
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "timeit.default_timer"})
 #: random tensors made from nothing (randn_like is a diffusion model's noise, not its input)
 _RANDOM_INPUTS = frozenset({"torch.randn", "torch.rand", "torch.randint"})
