@@ -121,7 +121,7 @@ register("serves", "code", _obj(("via",), via=STR),
 register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_STR, _t("object")), enabled=_or(TRI, _t("object")),
                                    from_launcher=BOOL, from_config=BOOL, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL),
          "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
-         "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead); dtype bf16|fp16|fp8|fp32|no|null; "
+         "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
          "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read).")
 register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16).")
 register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")

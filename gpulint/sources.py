@@ -43,6 +43,8 @@ class Source:
     kernel_instance: str | None = None
     #: notebooks: cells that did not parse and were read as empty (each a ParseError at its cell), the rest was read
     cell_errors: list = field(default_factory=list)
+    #: notebooks: those cells' text, as (first line in the virtual module, source) (what they might have set up)
+    unread_cells: list[tuple[int, str]] = field(default_factory=list)
     _positions: Any = None
     _index: Any = None
     #: Python and notebooks: CPython's syntax tree of `text` (positions in UTF-8 bytes, see node_loc)

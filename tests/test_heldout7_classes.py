@@ -360,3 +360,16 @@ if __name__ == "__main__":
 def test_io_advice_skips_a_measurement_script(name, reported):
     files = {name: MEASURE, "job.sbatch": GPU_JOB.replace("train.py", posixpath.basename(name))}
     assert bool(findings(files, "IO")) is reported
+
+
+# -- a notebook cell gpulint could not read may be the one that sets the precision ---------------------
+@pytest.mark.parametrize("bad, fires", [
+    ("model = load_model(cfg, dtype=torch.float16)\n<fill in your token>", False),  # may set it: undecided
+    ("curl -X POST http://localhost:8080/generate -d '{}'", True),                      # says nothing of precision
+])
+def test_an_unread_cell_that_mentions_a_dtype_leaves_the_precision_undecided(bad, fires):
+    nb = _nb(_cell("import torch\nfrom lavis.models import load_model"), _cell(bad),
+             _cell("model = model.cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
+                   "for x in loader:\n    model(x.cuda()).mean().backward()\n    opt.step()"))
+    files = {"demo.ipynb": nb, "job.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\njupyter nbconvert --execute demo.ipynb\n"}
+    assert bool(findings(files, "AMP001")) is fires

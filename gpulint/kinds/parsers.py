@@ -224,6 +224,7 @@ def _parse_without_bad_cells(source: PythonSource, parts: list[str], whole: Pars
     (``source.cell_errors``); `whole` is raised when even the rest does not parse."""
     errors: list[ParseError] = []
     kept: list[str] = []
+    unread: list[tuple[int, str]] = []
     start = 1
     for body in parts:
         n = body.count("\n") + 1
@@ -238,6 +239,7 @@ def _parse_without_bad_cells(source: PythonSource, parts: list[str], whole: Pars
             errors.append(NewerSyntax(err.message, err.line, err.column) if isinstance(exc, NewerSyntax) else err)
             errors[-1].location = err.location  # type: ignore[attr-defined]
             kept.append("\n".join([""] * n))  # the same lines, empty: positions of later cells stay
+            unread.append((start, body))
         start += n
     if not errors:
         raise whole
@@ -246,6 +248,7 @@ def _parse_without_bad_cells(source: PythonSource, parts: list[str], whole: Pars
     except ParseError:
         raise whole from None
     source.cell_errors = errors
+    source.unread_cells = unread
 
 
 def _notebook_syntax_error(source: Source, where: tuple[int, int, str]) -> ParseError:

@@ -843,6 +843,16 @@ def _precision(f: _Facts) -> None:
             # in the config's fp16): without a torch_dtype the dtype is that code's choice, not fp32 for sure
             f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None, "load_dtype": True},
                   c.node, "trust_remote_code")
+    # a notebook cell that did not parse and mentions a dtype or a model load may have set the precision: the
+    # notebook's fp32 is then not decided (the cell runs in Jupyter; gpulint read the notebook without it)
+    for line, text in getattr(f.src, "unread_cells", ()):
+        m = _PRECISION_WORDS.search(text)
+        if m:
+            at = ast.Pass(lineno=line, col_offset=0, end_lineno=line, end_col_offset=0)
+            f.out.append(Fact("precision", {"mechanism": "unread_cell", "dtype": None, "enabled": None,
+                                            "undecided": f"a notebook cell gpulint could not parse mentions {m.group(0)!r}, "
+                                                         f"which may set it"}, f.src.node_loc(at), "cell", "", {}))
+            break
     # quantized loads compute in the dtype their config names (bitsandbytes' compute dtype, GPTQ/AWQ kernels)
     for c in ix.calls:
         q = c.qualname or ""
@@ -853,6 +863,11 @@ def _precision(f: _Facts) -> None:
                                 "enabled": True if enabled is True else None}, c.node, q)
         elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
             f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+
+
+#: words of a notebook cell that may set the precision (a dtype, autocast, a model load or cast)
+_PRECISION_WORDS = re.compile(r"dtype|autocast|bfloat16|float16|\bbf16\b|\bfp16\b|\.half\(|precision|from_pretrained|"
+                              r"from_config|load_in_[48]bit|quantiz", re.I)
 
 
 def _builds_model(c: Call) -> bool:
