@@ -76,7 +76,15 @@ def resolve_cli(value: Any, wl: Workload) -> Any:
         if (l.attrs or {}).get("args_unknown"):
             return None  # the launcher passes arguments gpulint cannot read (a hyperparameters dict changed in place)
         v = flag_value(l.value.get("args") or [], value["cli_arg"])
-        if v is None:
+        if "one_of" in value:
+            # a test of the flag's value (``args.precision != "fp32"``): true or false per launcher
+            if v is None and (value.get("default_unknown") or l.value.get("args_open")):
+                return None
+            word = value["default"] if v is None else v
+            if not isinstance(word, str):
+                return None
+            results.add((word in value["one_of"]) != bool(value.get("negate")))
+        elif v is None:
             if value.get("default_unknown") or l.value.get("args_open"):
                 return None  # not passed, and its default is not a literal or the launch's $ARGS may hold it
             results.add(_hashable(value["default"]))

@@ -373,3 +373,39 @@ def test_an_unread_cell_that_mentions_a_dtype_leaves_the_precision_undecided(bad
                    "for x in loader:\n    model(x.cuda()).mean().backward()\n    opt.step()"))
     files = {"demo.ipynb": nb, "job.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\njupyter nbconvert --execute demo.ipynb\n"}
     assert bool(findings(files, "AMP001")) is fires
+
+
+# -- autocast under a test of a flag's value --------------------------------------------------------
+COMPARED = '''\
+import argparse
+import torch
+
+p = argparse.ArgumentParser()
+p.add_argument("--precision", default="fp32", choices=["fp32", "amp", "amp_bf16"])
+args = p.parse_args()
+model = Net().cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    if {test}:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x.cuda()).mean()
+    else:
+        loss = model(x.cuda()).mean()
+    loss.backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("test, flags, mixed", [
+    ('args.precision != "fp32"', "", False),
+    ('args.precision != "fp32"', "--precision amp_bf16", True),
+    ('args.precision == "amp_bf16"', "--precision amp_bf16", True),
+    ('args.precision == "amp_bf16"', "--precision fp32", False),
+    ('args.precision in ("amp", "amp_bf16")', "--precision amp", True),
+    ('args.precision not in ("amp", "amp_bf16")', "--precision amp", False),
+    ('args.precision != "fp32"', "$EXTRA", None),
+])
+def test_autocast_under_a_test_of_the_flags_value_is_decided_per_launcher(test, flags, mixed):
+    files = {"train.py": COMPARED.format(test=test), "job.sbatch": GPU_JOB.replace("train.py", f"train.py {flags}")}
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "train.py")
+    assert wl["resolved"]["precision"]["mixed"] is mixed

@@ -150,6 +150,11 @@ class _Facts:
                 negated = False
                 while part.__class__ is ast.UnaryOp and part.op.__class__ is ast.Not:
                     part, negated = part.operand, not negated
+                compared = self._flag_compared(part, c.scope)
+                if compared is not None:
+                    # ``if args.precision == "amp_bf16":`` (or != "fp32", in (...)): on where the flag's value passes
+                    decided.append({**compared, "negate": compared["negate"] != (negated or not side)})
+                    continue
                 v = self.ev.value(part, c.scope) if part.__class__ in (ast.Name, ast.Attribute) else UNKNOWN
                 if isinstance(v, bool):
                     if (v != negated) != side:
@@ -162,6 +167,24 @@ class _Facts:
         if len(decided) == 1:
             return {**value, "enabled": decided[0], "guarded": True}
         return value if not decided else {**value, "enabled": None, "guarded": True}
+
+    def _flag_compared(self, test: ast.expr, scope: str) -> dict | None:
+        """``args.precision == "bf16"`` / ``!= "fp32"`` / ``in ("amp", "amp_bf16")``: the flag's marker with the words
+        that make the test true (``one_of``; ``negate`` for != / not in), resolved per launcher; else None."""
+        if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.left.__class__ not in (ast.Name, ast.Attribute):
+            return None
+        op, right = test.ops[0], test.comparators[0]
+        if op.__class__ in (ast.Eq, ast.NotEq) and right.__class__ is ast.Constant and isinstance(right.value, str):
+            words = [right.value]
+        elif op.__class__ in (ast.In, ast.NotIn) and right.__class__ in (ast.Tuple, ast.List, ast.Set) and \
+                all(e.__class__ is ast.Constant and isinstance(e.value, str) for e in right.elts):
+            words = [e.value for e in right.elts]
+        else:
+            return None
+        marker = self.ev.value(test.left, scope)
+        if not is_cli(marker):
+            return None
+        return {**marker, "one_of": words, "negate": op.__class__ in (ast.NotEq, ast.NotIn)}
 
     def val(self, call: Call, kw: str | None = None, pos: int | None = None) -> Any:
         node = self.kwarg(call, kw) if kw else None
