@@ -11,6 +11,7 @@ decided is ``None`` with the reason, and listed under the workload's
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any
 
 from gpulint import modelsize
@@ -169,6 +170,10 @@ class Resolver:
         if source == "kubernetes" and not str(resource or "").startswith(_CAPACITY_OBJECTS):
             # a pod sees GPUs only through a device-plugin request, whatever node it lands on
             if gpn_fact is None or gpn == 0:
+                other = str(accel.get("type") or "") if isinstance(accel, dict) else ""
+                if re.search(r"tpu|neuron|gaudi|habana", other, re.I):
+                    # a TPU slice or Trainium/Inferentia/Gaudi pod: no GPU, but no CPU job either
+                    return UNKNOWN, f"the pod asks for {other}, an accelerator other than a GPU that gpulint does not model"
                 return CPU, "the pod requests no GPU (nvidia.com/gpu or amd.com/gpu)"
             return GPU, f"the pod requests {gpn if gpn is not None else 'some'} GPU(s) ({gpn_fact.loc.short()})"
         if inst is not None:

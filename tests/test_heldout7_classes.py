@@ -409,3 +409,36 @@ def test_autocast_under_a_test_of_the_flags_value_is_decided_per_launcher(test, 
     files = {"train.py": COMPARED.format(test=test), "job.sbatch": GPU_JOB.replace("train.py", f"train.py {flags}")}
     wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "train.py")
     assert wl["resolved"]["precision"]["mixed"] is mixed
+
+
+# -- a TPU pod is no CPU pod ----------------------------------------------------------------------------
+TPU_JOB = '''\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: tpu-train
+spec:
+  template:
+    spec:
+      {selector}
+      containers:
+        - name: train
+          image: us-docker.pkg.dev/project/train:1
+          command: ["python", "train.py"]
+          resources:
+            limits:
+              {resource}: 4
+      restartPolicy: Never
+'''
+
+
+@pytest.mark.parametrize("selector, resource, devices", [
+    ("nodeSelector: {cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice}", "google.com/tpu", ["unknown"]),
+    ("nodeSelector: {kubernetes.io/os: linux}", "google.com/tpu", ["unknown"]),
+    ("nodeSelector: {kubernetes.io/os: linux}", "aws.amazon.com/neuron", ["unknown"]),
+    ("nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}", "cpu", ["cpu"]),  # on a GPU node, asking for none
+    ("nodeSelector: {kubernetes.io/os: linux}", "nvidia.com/gpu", ["gpu"]),
+])
+def test_a_pod_that_asks_for_tpus_or_neuron_cores_is_not_a_cpu_pod(selector, resource, devices):
+    result = scan_files({"job.yaml": TPU_JOB.format(selector=selector, resource=resource), "train.py": TRAIN})
+    assert [c["device"] for c in result.computes] == devices

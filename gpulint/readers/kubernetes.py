@@ -184,6 +184,8 @@ _GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 _ACCEL_RESOURCES = _GPU_RESOURCES + ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
                                      "aws.amazon.com/neurondevice", "habana.ai/gaudi", "vpc.amazonaws.com/efa")
 _EFA = "vpc.amazonaws.com/efa"
+_OTHER_ACCELERATORS = ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice",
+                       "habana.ai/gaudi")
 _HYPERPOD = "sagemaker.amazonaws.com/"  # node labels of SageMaker HyperPod clusters
 _PROVIDER_PREFIXES = (
     ("eks.amazonaws.com/", "aws"), ("karpenter.k8s.aws/", "aws"), ("k8s.amazonaws.com/", "aws"),
@@ -631,6 +633,12 @@ def _pod_compute(sink: FactSink, wl: _Workload, gpu_reqs, accel_reqs, selections
             sink.add("compute.instance_type", value, at, target, attrs=attrs)
         elif key in _ACCEL_KEYS and isinstance(value, str):
             sink.add("compute.accelerator", {"type": value, "count": None}, at, target, attrs=attrs)
+    if not gpu_reqs and not any(key in _ACCEL_KEYS for _, key, _, _ in selections):
+        # a TPU / Neuron / Gaudi device-plugin request: an accelerator of its own, not a CPU pod
+        for at, name, v in accel_reqs:
+            if name in _OTHER_ACCELERATORS:
+                sink.add("compute.accelerator", {"type": name, "count": as_int(v)}, at, target)
+                break
     capacity = [(at, _capacity(key.lower(), value), only) for at, key, value, only in selections
                 if key in _CAPACITY_KEYS and _capacity(key.lower(), value)]
     for at, cap, only in capacity:
