@@ -442,3 +442,50 @@ spec:
 def test_a_pod_that_asks_for_tpus_or_neuron_cores_is_not_a_cpu_pod(selector, resource, devices):
     result = scan_files({"job.yaml": TPU_JOB.format(selector=selector, resource=resource), "train.py": TRAIN})
     assert [c["device"] for c in result.computes] == devices
+
+
+# -- LeaderWorkerSet: multi-node serving groups --------------------------------------------------------
+LWS = '''\
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: vllm
+spec:
+  replicas: 2
+  leaderWorkerTemplate:
+    size: 2
+    {leader}
+    workerTemplate:
+      spec:
+        nodeSelector:
+          node.kubernetes.io/instance-type: p5.48xlarge
+        containers:
+          - name: vllm-worker
+            image: vllm/vllm-openai:v0.8.5
+            command: ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"
+'''
+LEADER = '''leaderTemplate:
+      spec:
+        nodeSelector:
+          node.kubernetes.io/instance-type: p5.48xlarge
+        containers:
+          - name: vllm-leader
+            image: vllm/vllm-openai:v0.8.5
+            command: ["sh", "-c", "vllm serve meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline-parallel-size 2"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"'''
+
+
+@pytest.mark.parametrize("leader, expected", [
+    (LEADER, {"LeaderWorkerSet/vllm/leader": 2, "LeaderWorkerSet/vllm/worker": 2}),
+    ("", {"LeaderWorkerSet/vllm": 4}),
+])
+def test_a_leaderworkerset_is_read_as_groups_of_gpu_pods(leader, expected):
+    result = scan_files({"lws.yaml": LWS.format(leader=leader)})
+    got = {c["id"].split("#", 1)[-1]: c["nodes"] for c in result.computes}
+    assert got == expected, got
+    assert all(c["instance"] == "p5.48xlarge" and c["gpus_per_node"] == 8 for c in result.computes)

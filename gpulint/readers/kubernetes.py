@@ -358,6 +358,23 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
                 # standing (a RayJob's cluster ends with the job)
                 wl.min_nodes, wl.min_at = as_int(raw), gpath + (("replicas",) if "replicas" in grp else ())
             out.append(wl)
+    elif kind == "LeaderWorkerSet" and _api(doc, base).startswith("leaderworkerset.x-k8s.io/"):
+        # replicas groups of `size` pods each: one leader (leaderTemplate, or workerTemplate when it has none) and
+        # size - 1 workers; multi-node serving (vLLM/SGLang with tensor x pipeline parallelism across the group)
+        lwt = spec + ("leaderWorkerTemplate",)
+        groups, size = as_int(doc.get(spec + ("replicas",), 1)), as_int(doc.get(lwt + ("size",), 1))
+        groups_at = spec + ("replicas",) if doc.get(spec + ("replicas",)) is not None else None
+        workers = lwt + ("workerTemplate", "spec")
+        if isinstance(doc.get(lwt + ("leaderTemplate",)), dict):
+            out.append(_Workload(_unique(f"{res}/leader", used), res, lwt + ("leaderTemplate", "spec"), lwt, None,
+                                 groups, groups_at, attrs={"group_size": size}))
+            n = groups * (size - 1) if groups is not None and size is not None else None
+            if n != 0 and isinstance(doc.get(workers), dict):
+                out.append(_Workload(_unique(f"{res}/worker", used), res, workers, lwt, None, n, groups_at,
+                                     attrs={"group_size": size}))
+        elif isinstance(doc.get(workers), dict):
+            n = groups * size if groups is not None and size is not None else None
+            out.append(_Workload(_unique(res, used), res, workers, lwt, None, n, groups_at, attrs={"group_size": size}))
     elif kind in ("ClusterTrainingRuntime", "TrainingRuntime") and _api(doc, base).startswith("trainer.kubeflow.org/"):
         out += _runtime_jobs(doc, spec, res, used)
     elif kind == "HyperPodPyTorchJob" and _api(doc, base).startswith("sagemaker.amazonaws.com/"):
