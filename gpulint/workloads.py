@@ -221,7 +221,15 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
     matches = [p for p in repo.files_of_kind(*CODE_KINDS)
                if p == s or p.endswith("/" + s) or (s.count("/") >= 1 and (p == last_two or p.endswith("/" + last_two)))]
     if matches:
-        return matches[0] if len(matches) == 1 else _nearest(matches, launcher_path)
+        if len(matches) == 1:
+            return matches[0]
+        if "/" in s:
+            return _nearest(matches, launcher_path)  # a path with folders: its copy in the launcher's own tree
+        # a bare name (train.py) names many files: only the one beside the launcher or in its parent folder (a
+        # scripts/ or bash_script/ folder next to the code), never some namesake deeper in the tree
+        here = posixpath.dirname(launcher_path)
+        close = [p for p in matches if posixpath.dirname(p) in (here, posixpath.dirname(here))]
+        return close[0] if len(close) == 1 else None
     same_name = [p for p in repo.files_of_kind(*CODE_KINDS) if posixpath.basename(p) == tail]
     if len(same_name) > 1:
         same_name = [p for p in [_nearest(same_name, launcher_path)] if p]

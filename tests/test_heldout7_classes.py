@@ -489,3 +489,15 @@ def test_a_leaderworkerset_is_read_as_groups_of_gpu_pods(leader, expected):
     got = {c["id"].split("#", 1)[-1]: c["nodes"] for c in result.computes}
     assert got == expected, got
     assert all(c["instance"] == "p5.48xlarge" and c["gpus_per_node"] == 8 for c in result.computes)
+
+
+@pytest.mark.parametrize("launcher, linked", [
+    ("exp/bash_script/run.sh", "exp/train.py"),   # the launcher's parent folder holds the script
+    ("exp/run.sh", "exp/train.py"),               # beside it
+    ("other/run.sh", None),                       # a namesake deeper in the tree is no link for a bare name
+])
+def test_a_bare_script_name_with_namesakes_links_only_beside_the_launcher_or_one_folder_up(launcher, linked):
+    files = {"exp/train.py": FINETUNE_PY, "other/sub/source/train.py": FINETUNE_PY,
+             launcher: "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --bf16 True --output_dir out\n"}
+    with_launcher = [w["entrypoint"] for w in scan_files(files).workloads if w["launchers"]]
+    assert with_launcher == ([linked] if linked else [])
