@@ -120,6 +120,13 @@ def toy_workload(wl: Workload) -> str | None:
     m = _TOY_FILE.search(wl.entrypoint.rsplit("/", 1)[-1].lower())
     if m:
         toys.append(f"{m.group(2).upper()} (by its file name)")
+    # the data folder a launcher hands the script (``imagenet.py ... /workspace/data/tiny-imagenet-200``)
+    for l in wl.launchers:
+        words = [a for a in l.value.get("args") or [] if isinstance(a, str)]
+        hit = next((_TOY_DATA_ARG.search(a.lower()) for a in words if _TOY_DATA_ARG.search(a.lower())), None)
+        if hit:
+            toys.append(f"{hit.group(2)} (the data its launcher passes at {l.loc.short()})")
+            break
     model = wl.resolution.model if wl.resolution is not None else None
     named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
     if toys and (model.params < TOY_MODEL_PARAMS if model is not None else not named):
@@ -130,6 +137,8 @@ def toy_workload(wl: Workload) -> str | None:
     return None
 
 
+#: a data path or name in a launcher's arguments that names a small benchmark dataset
+_TOY_DATA_ARG = re.compile(r"(^|[/=_\-])(tiny-imagenet(?:-200)?|tiny_imagenet|fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn)([/_\-.]|$)")
 _TOY_FILE = re.compile(r"(^|[^a-z])(fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn)([^a-z0-9]|$)")
 
 

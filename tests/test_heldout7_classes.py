@@ -501,3 +501,30 @@ def test_a_bare_script_name_with_namesakes_links_only_beside_the_launcher_or_one
              launcher: "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --bf16 True --output_dir out\n"}
     with_launcher = [w["entrypoint"] for w in scan_files(files).workloads if w["launchers"]]
     assert with_launcher == ([linked] if linked else [])
+
+
+# -- a small benchmark dataset named by the launcher's data path ----------------------------------------
+IMAGENET = '''\
+import argparse
+import torch
+import torchvision
+
+p = argparse.ArgumentParser()
+p.add_argument("data")
+p.add_argument("--arch", default="resnet18")
+args = p.parse_args()
+train = torchvision.datasets.ImageFolder(args.data + "/train", transform=torchvision.transforms.ToTensor())
+loader = torch.utils.data.DataLoader(train, batch_size=32, num_workers=4, pin_memory=True)
+model = torchvision.models.resnet18().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("data, severity", [("/workspace/data/tiny-imagenet-200", "info"), ("/data/imagenet", "warning")])
+def test_a_toy_dataset_named_by_the_launchers_data_path_makes_a_tutorial_sized_run(data, severity):
+    files = {"imagenet.py": IMAGENET, "job.sbatch": GPU_JOB.replace("train.py", f"imagenet.py --arch resnet18 {data}")}
+    (amp,) = findings(files, "AMP001")
+    assert amp.severity.value == severity, amp.message
