@@ -528,3 +528,13 @@ def test_a_toy_dataset_named_by_the_launchers_data_path_makes_a_tutorial_sized_r
     files = {"imagenet.py": IMAGENET, "job.sbatch": GPU_JOB.replace("train.py", f"imagenet.py --arch resnet18 {data}")}
     (amp,) = findings(files, "AMP001")
     assert amp.severity.value == severity, amp.message
+
+
+@pytest.mark.parametrize("dataset, reported", [("MockVLMDataset(size=1000)", False), ("_RandomTokenDataset(n=64)", False),
+                                               ("CaptionDataset(root)", True)])
+def test_a_loader_over_a_dataset_named_for_made_up_samples_gets_no_io_advice(dataset, reported):
+    code = ("import torch\nfrom torch.utils.data import DataLoader\nfrom data import *\n"
+            f"loader = DataLoader({dataset}, batch_size=8)\n"
+            "model = Net().cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
+            "for x in loader:\n    model(x.cuda()).mean().backward()\n    opt.step()\n")
+    assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "IO001")) is reported

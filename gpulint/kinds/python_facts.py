@@ -1158,7 +1158,13 @@ def _in_memory_dataset(f: _Facts, c: Call) -> bool | str:
     if q in IN_MEMORY_DATASETS:
         return True
     last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+    if _SYNTHETIC_DATASET.match(last):
+        return True  # ``MockVLMDataset(size=...)``, ``RandomDataset``: samples made in memory, nothing to load
     return f"class:{last}" if last[:1].isupper() else False
+
+
+#: dataset classes named for data they make up (mock, fake, synthetic, dummy, random samples)
+_SYNTHETIC_DATASET = re.compile(r"^_?(?:Mock|Fake|Synthetic|Dummy|Random)[A-Za-z0-9]*(?:Dataset|Data)$")
 
 
 def _in_memory_literal(node: ast.expr) -> bool:
