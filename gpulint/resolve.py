@@ -176,6 +176,10 @@ class Resolver:
                     return UNKNOWN, f"the pod asks for {other}, an accelerator other than a GPU that gpulint does not model"
                 return CPU, "the pod requests no GPU (nvidia.com/gpu or amd.com/gpu)"
             return GPU, f"the pod requests {gpn if gpn is not None else 'some'} GPU(s) ({gpn_fact.loc.short()})"
+        if source == "compose" and gpn_fact is not None:
+            # a Compose service's GPU reservation: the host has them, whatever machine it is
+            return GPU, (f"the service reserves {gpn} GPU(s)" if gpn is not None else "the service reserves the host's GPUs") + \
+                f" ({gpn_fact.loc.short()})"
         if inst is not None:
             return GPU, f"{inst.name} has {inst.gpu_count}x {inst.gpu_model} (catalogue)"
         if isinstance(gpn, int) and gpn > 0:

@@ -90,8 +90,8 @@ class Compute:
                 return True
             if f.kind == "compute.instance_type" and isinstance(f.value, dict) and "ref" in f.value:
                 return True  # decided later from the module's variables
-            if f.kind in ("compute.accelerator", "compute.gpus_per_node") and f.value:
-                return True
+            if f.kind in ("compute.accelerator", "compute.gpus_per_node") and (f.value or (f.attrs or {}).get("all")):
+                return True  # ("all": a Compose service that reserves every GPU of its host)
         return False
 
 
@@ -638,6 +638,8 @@ def _runs_a_server(c: Compute) -> bool:
     resource = str(v.get("resource") or "")
     if v.get("source") == "kubernetes":
         return not resource.startswith(("NodePool/", "Provisioner/"))
+    if v.get("source") == "compose":
+        return v.get("role") == "serving"  # a model server's image (vLLM, TGI, Triton ...) runs its own entrypoint
     return v.get("source") in ("sagemaker", "vertex", "azureml") or "sagemaker_endpoint" in resource
 
 

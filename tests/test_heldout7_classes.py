@@ -538,3 +538,53 @@ def test_a_loader_over_a_dataset_named_for_made_up_samples_gets_no_io_advice(dat
             "model = Net().cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
             "for x in loader:\n    model(x.cuda()).mean().backward()\n    opt.step()\n")
     assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "IO001")) is reported
+
+
+# -- Docker Compose services that reserve GPUs ----------------------------------------------------------
+COMPOSE = '''\
+services:
+  train:
+    build: .
+    command: {command}
+{gpu}
+  web:
+    image: nginx:1.27
+'''
+RESERVE = '''    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: {count}
+              capabilities: [gpu]'''
+HF_FP32 = ('from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n'
+           'model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")\n'
+           'Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=ds).train()\n')
+
+
+@pytest.mark.parametrize("name, gpu, device, gpus", [
+    ("docker-compose.yml", RESERVE.format(count=2), "gpu", 2),
+    ("compose.yaml", RESERVE.format(count="all"), "gpu", None),
+    ("docker-compose.gpu.yaml", "    gpus: all", "gpu", None),
+    ("docker-compose.yml", "    runtime: nvidia", "gpu", None),
+    ("docker-compose.yml", "", None, None),           # no GPU reserved: no compute target
+    ("services.yml", RESERVE.format(count=2), None, None),  # not a Compose file by its name
+])
+def test_a_compose_service_that_reserves_gpus_is_the_compute_its_command_runs_on(name, gpu, device, gpus):
+    files = {name: COMPOSE.format(command="torchrun --nproc_per_node 2 train.py", gpu=gpu), "train.py": HF_FP32}
+    result = scan_files(files)
+    wl = next(w for w in result.workloads if w["entrypoint"] == "train.py")
+    if device is None:
+        assert not result.computes and not wl["compute"]
+        return
+    (c,) = result.computes
+    assert (c["device"], c["gpus_per_node"]) == (device, gpus) and wl["compute"]["id"] == c["id"]
+    assert [f.severity.value for f in result.findings if f.code == "AMP001"] == ["warning"]
+
+
+def test_a_compose_model_server_is_a_serving_workload_with_its_model():
+    files = {"docker-compose.yml": "services:\n  llm:\n    image: vllm/vllm-openai:v0.6.3\n"
+                                   "    command: [\"--model\", \"meta-llama/Llama-3.1-8B-Instruct\", \"--dtype\", \"bfloat16\"]\n"
+                                   + RESERVE.format(count=1) + "\n"}
+    (wl,) = scan_files(files).workloads
+    assert wl["role"] == "inference" and wl["resolved"]["model"]["name"] == "meta-llama/Llama-3.1-8B-Instruct"

@@ -58,6 +58,11 @@ def _yaml_infra(source: Source) -> list[Fact]:
     taken = {id(d) for d in k8s_docs}  # identity: comparing documents by value is quadratic on repeated ones
     rest = [d for d in docs if id(d) not in taken]
     if rest:
+        compose = importlib.import_module("gpulint.readers.compose")
+        compose_docs = [d for d in rest if compose.looks_like_compose(d, source.path)]
+        if compose_docs:
+            out += compose.read_compose(compose_docs, source.path)
+            rest = [d for d in rest if d not in compose_docs]
         sky = importlib.import_module("gpulint.readers.skypilot")
         sky_docs = [d for d in rest if sky.looks_like_skypilot(d)]
         if sky_docs:
