@@ -9,7 +9,7 @@ from gpulint.precision import resolve_cli
 from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
-from gpulint.rulekit import OFF_GPU_HOST, benchmark_of, gpu_spend_unknown, trains_on_gpu
+from gpulint.rulekit import OFF_GPU_HOST, benchmark_of, gpu_spend_unknown, toy_workload, trains_on_gpu
 
 
 #: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
@@ -59,7 +59,8 @@ class DataloaderSingleProcess(Rule):
         transformers data collator or whose dataset comes out of ``datasets``' ``.map()``/``load_from_disk``
         (rows of token ids). A benchmark, a measurement or a demo (a file named for it, a timed step, a
         docstring that says it demonstrates, a budget of a few steps) is left alone: its loader's speed is not
-        what it is run for. A warning when the workload's code decodes or augments samples on the host
+        what it is run for; so is a tutorial-sized workload (MNIST/CIFAR-scale data, a model under 5M
+        parameters). A warning when the workload's code decodes or augments samples on the host
         (``PIL.Image.open``, ``cv2.imread``, ``torchvision.io``, ``torchaudio.load``, ``ImageFolder``,
         random transforms) and the compute, a launcher or the code (``.cuda()``, a ``"cuda"`` device) puts
         it on a GPU (for a notebook: a compute target or job that runs it); info otherwise, since only a
@@ -191,8 +192,9 @@ for x in loader:
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or benchmark_of(wl) is not None:
-            return  # (benchmark) a measurement, demo or few-step run: its loader's speed is not what it is for
+        if trains_on_gpu(wl) is None or benchmark_of(wl) is not None or toy_workload(wl):
+            return  # (benchmark) a measurement, demo or few-step run: its loader's speed is not what it is for;
+            # (toy) an MNIST-sized step: nobody rents a GPU to speed its loader up
         for f, v in _loaders(wl):
             nw = v.get("num_workers")
             if nw == 0 and not isinstance(nw, bool):
@@ -221,8 +223,8 @@ class DataloaderUnpinnedMemory(Rule):
     What it does:
         Finds ``torch.utils.data.DataLoader`` calls in a workload that trains on a GPU where
         ``pin_memory`` is not given (its default is False). An explicit ``pin_memory=False`` is
-        taken as a deliberate choice and left alone, and so are benchmarks, measurements and demos
-        (as for IO001) and steps of 1B+ parameter models.
+        taken as a deliberate choice and left alone, and so are benchmarks, measurements, demos and
+        tutorial-sized workloads (as for IO001) and steps of 1B+ parameter models.
     Why it costs money:
         Copies from pageable host memory are staged and synchronous; pinned buffers let
         ``.to("cuda", non_blocking=True)`` overlap the copy with compute.
@@ -278,7 +280,7 @@ for x in loader:
     ]
 
     def check_workload(self, wl: Workload, ctx):
-        if trains_on_gpu(wl) is None or _large_model(wl) or benchmark_of(wl) is not None:
+        if trains_on_gpu(wl) is None or _large_model(wl) or benchmark_of(wl) is not None or toy_workload(wl):
             return  # (large model) a host-to-device copy of a batch is nothing next to a billion-parameter step
         for f, v in _loaders(wl):
             if f.value.get("via") == "torch" and not f.value.get("pin_memory_set") and v.get("pin_memory") is False:

@@ -18,7 +18,8 @@ class GlooBackendOnGpu(Rule):
         Finds ``torch.distributed.init_process_group`` whose backend is literally ``"gloo"`` or
         ``"mpi"`` in a workload that trains on a GPU. A per-device backend string that includes
         NCCL for CUDA (``"cpu:gloo,cuda:nccl"``) and a backend chosen at run time are left alone;
-        with no backend given, PyTorch picks NCCL for CUDA.
+        with no backend given, PyTorch picks NCCL for CUDA. Info for a tutorial-sized workload
+        (a benchmark dataset such as MNIST, or a model under 5M parameters), whose all-reduce is tiny.
     Why it costs money:
         Gloo moves CUDA tensors through host memory and TCP; NCCL uses NVLink/NVSwitch inside a
         node and RDMA between nodes. Gradient all-reduce becomes the bottleneck and every GPU waits.
@@ -117,8 +118,11 @@ for x in loader:
             if set(attrs.get("guards") or ()) & (OFF_GPU_HOST | {"debug"}):
                 continue  # the branch that runs without CUDA (or never, or only when debugging)
             if isinstance(backend, str) and backend in ("gloo", "mpi"):
-                yield self.finding(f.loc, f"init_process_group uses the {backend} backend for CUDA training; NCCL is the GPU backend",
-                                   symbol=f"{f.key}:{backend}", workload=wl.name,
+                # a tutorial-sized model's gradients are a few kilobytes: the backend is worth fixing, not a warning
+                toy = toy_workload(wl)
+                yield self.finding(f.loc, f"init_process_group uses the {backend} backend for CUDA training; NCCL is the GPU backend"
+                                   + (f" (tutorial-sized: {toy}; its all-reduce is tiny)" if toy else ""),
+                                   symbol=f"{f.key}:{backend}", workload=wl.name, severity=Severity.INFO if toy else None,
                                    cost=unpriced("No hourly figure: the slowdown depends on model size and interconnect."),
                                    fix=fixes.nccl_backend(f, wl))
 

@@ -588,3 +588,27 @@ def test_a_compose_model_server_is_a_serving_workload_with_its_model():
                                    + RESERVE.format(count=1) + "\n"}
     (wl,) = scan_files(files).workloads
     assert wl["role"] == "inference" and wl["resolved"]["model"]["name"] == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+# -- a tutorial-sized workload: the NET and IO advice follow AMP001's judgement ---------------------------
+MNIST_DDP = '''\
+import torch
+import torch.distributed as dist
+from torchvision import datasets, transforms
+
+dist.init_process_group(backend="gloo")
+train = datasets.{dataset}("data", train=True, download=True, transform=transforms.ToTensor())
+loader = torch.utils.data.DataLoader(train, batch_size=64)
+model = torch.nn.parallel.DistributedDataParallel(Net().cuda())
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in loader:
+    torch.nn.functional.nll_loss(model(x.cuda()), y.cuda()).backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("dataset, net005, io", [("MNIST", "info", False), ("ImageNet", "warning", True)])
+def test_a_tutorial_sized_workload_gets_no_io_advice_and_its_gloo_backend_at_info(dataset, net005, io):
+    result = scan_files({"mnist_ddp.py" if dataset == "MNIST" else "train.py": MNIST_DDP.format(dataset=dataset)})
+    assert [f.severity.value for f in result.findings if f.code == "NET005"] == [net005]
+    assert bool([f for f in result.findings if f.code.startswith("IO")]) is io
