@@ -612,3 +612,40 @@ def test_a_tutorial_sized_workload_gets_no_io_advice_and_its_gloo_backend_at_inf
     result = scan_files({"mnist_ddp.py" if dataset == "MNIST" else "train.py": MNIST_DDP.format(dataset=dataset)})
     assert [f.severity.value for f in result.findings if f.code == "NET005"] == [net005]
     assert bool([f for f in result.findings if f.code.startswith("IO")]) is io
+
+
+# -- GPU evidence that is only talk, and layers built in 16 bit ------------------------------------------
+CPU_NB_LOOP = ("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))\n"
+               "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n{extra}\n"
+               "for x, y in loader:\n    torch.nn.functional.cross_entropy(model(x), y).backward()\n    opt.step()\n")
+
+
+@pytest.mark.parametrize("extra, gpu", [
+    ("print(torch.cuda.is_available())", False),                    # reports what it has
+    ('device = torch.device("cuda")', False),                        # a device nothing reads
+    ('device = torch.device("cuda")\nmodel = model.to(device)', True),
+    ('assert torch.cuda.is_available(), "a GPU is required"', True),   # refuses to run without one: a requirement
+])
+def test_gpu_use_needs_a_device_that_is_used_or_a_requirement(extra, gpu):
+    result = scan_files({"train.py": CPU_NB_LOOP.format(extra=extra)})
+    uses = [f for f in result.workloads[0]["facts"] if f["kind"] == "uses_gpu"]
+    strong = [f for f in uses if not f["value"].get("probe") and not f["value"]["via"].endswith(("is_available", "device_count"))]
+    assert bool(strong) is gpu, uses
+
+
+@pytest.mark.parametrize("dtype, use, fires", [
+    ("torch.bfloat16", 'DTYPE', False),
+    ("torch.float32", 'DTYPE', True),
+    ("torch.float32", 'cfg["dtype"]', False),  # the caller hands the config in: the class's code cannot say
+])
+def test_layers_built_with_a_16_bit_dtype_are_a_16_bit_model(dtype, use, fires):
+    """``nn.Linear(..., dtype=DTYPE)``: on where the dtype is read as 16 bit, undecided where it comes from a
+    config the caller passes, and AMP001 only where it is read as fp32."""
+    code = ('import torch\nimport torch.nn as nn\nDTYPE = %s\n\n\n'
+            'class GPT(nn.Module):\n    def __init__(self, cfg):\n        super().__init__()\n'
+            '        self.emb = nn.Embedding(50257, 2048, dtype=%s)\n'
+            '        self.out = nn.Linear(2048, 50257, bias=False, dtype=%s)\n\n\n'
+            'model = GPT({"dtype": DTYPE}).cuda()\nopt = torch.optim.AdamW(model.parameters())\n'
+            'for x, y in loader:\n    torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()\n    opt.step()\n'
+            ) % (dtype, use, use)
+    assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "AMP001")) is fires

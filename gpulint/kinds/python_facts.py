@@ -484,6 +484,30 @@ def _framework_class(qualname: str, local: dict[str, str]) -> str:
     return local.get(qualname, qualname)
 
 
+def _printed_and_asserted(tree: ast.AST | None) -> tuple[set[int], set[int]]:
+    """Ids of the nodes inside a ``print(...)``/logging call's arguments, and inside an ``assert``'s test."""
+    said: set[int] = set()
+    asserted: set[int] = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        if node.__class__ is ast.Assert:
+            asserted.update(id(n) for n in ast.walk(node.test))
+        elif node.__class__ is ast.Call and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("print", "info", "debug", "log"):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                said.update(id(n) for n in ast.walk(arg))
+    return said, asserted
+
+
+def _read_again(tree: ast.AST | None, name: str, assigned: ast.AST) -> bool:
+    """Is `name` (``device`` or ``self.device``) read anywhere in the file, other than where it is assigned?"""
+    attr = name.split(".", 1)[1] if name.startswith("self.") else None
+    for node in ast.walk(tree) if tree is not None else ():
+        if attr is None and node.__class__ is ast.Name and node.id == name and node.ctx.__class__ is ast.Load:
+            return True
+        if attr is not None and node.__class__ is ast.Attribute and node.attr == attr and node.ctx.__class__ is ast.Load:
+            return True
+    return False
+
+
 def _megatron_precision(f: _Facts, call: Call) -> None:
     """Megatron trains in fp32 unless its command line says --bf16 or --fp16 (megatron/training/arguments.py).
     ``args_defaults={...}`` of the file (given to pretrain or parse_and_validate_args) replaces a flag's default;
@@ -561,13 +585,22 @@ def _training(f: _Facts) -> None:
         if c.attr in ("to", "device") or c.qualname == "torch.device":
             first = f.val(c, None, 0) if c.positional(0) is not None else f.val(c, "device")
             if isinstance(first, str) and first.startswith("cuda"):
+                if c.qualname == "torch.device" and c.assigned_to and not _read_again(f.src.syntax, c.assigned_to, c.node):
+                    continue  # ``device = torch.device("cuda")`` that nothing reads: the model never goes there
                 f.add("uses_gpu", {"via": "device", "probe": "gpu" in c.guards}, c.node, "cuda")
                 break
+    said, asserted = _printed_and_asserted(f.src.syntax)
     for c in ix.calls:
         q = c.qualname or ""
         if (q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device")) or \
                 (q.startswith("torch.accelerator.") and c.attr in ("current_accelerator", "is_available", "device_count",
                                                                     "set_device_index", "current_device_index")):
+            if id(c.node) in said:
+                continue  # ``print(torch.cuda.is_available())``: a notebook reporting what it has, not using it
+            if id(c.node) in asserted:
+                # ``assert torch.cuda.is_available(), "needs a GPU"``: the script refuses to run without one
+                f.add("uses_gpu", {"via": f"{q} (asserted)"}, c.node, q)
+                break
             # ``if torch.cuda.device_count() > 0: torch.cuda.set_device(0)``: inside a CUDA check it is a probe too
             f.add("uses_gpu", {"via": q, **({"probe": True} if "gpu" in c.guards else {})}, c.node, q)
             break
@@ -839,6 +872,17 @@ def _precision(f: _Facts) -> None:
             enabled, dtype = half_precision(f.ev.value(c.positional(0), c.scope))
             if enabled is not False:
                 f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled}, c.node, "set_default_dtype")
+        elif (c.qualname or "").startswith("torch.nn.") and (c.qualname or "").count(".") == 2 and \
+                c.attr[:1].isupper() and f.kwarg(c, "dtype") is not None:
+            # ``nn.Linear(d, d, dtype=cfg["dtype"])`` with a bf16 config: the layers are built in 16 bit (a pure-bf16
+            # model, as a cast after building would make it)
+            value = f.ev.value(f.kwarg(c, "dtype"), c.scope)
+            enabled, dtype = half_precision(value)
+            if enabled is True:
+                f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": True}, c.node, "dtype")
+            elif enabled is None and (value is UNKNOWN or isinstance(value, (OneOf, dict))):
+                # ``dtype=cfg["dtype"]`` with the config handed in by the caller: 16 bit perhaps, decided where it is built
+                f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None}, c.node, "dtype")
         elif c.qualname in ZERO_INIT and f.kwarg(c, "dtype") is not None:
             # ZeRO-3 builds the parameters in this dtype: a 16-bit model, whatever the config file says
             enabled, dtype = half_precision(f.ev.value(f.kwarg(c, "dtype"), c.scope))
