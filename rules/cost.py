@@ -466,7 +466,9 @@ class IdleDevInstanceNoAutostop(Rule):
                                                               f"not known, so this is an upper bound.", "low")
             what = ("has no lifecycle configuration (where an idle auto-stop would run)" if sagemaker
                     else "has no idle shutdown anywhere in the repository")
-            yield self.finding(rc.loc, f"notebook/development instance {rc.target} ({rc.instance_written or rc.instance_name}) {what}",
+            machine = rc.instance_written or rc.instance_name
+            on = f" ({machine})" if machine else (f" ({rc.gpus_per_node} GPU(s), machine type not named)" if rc.gpus_per_node else "")
+            yield self.finding(rc.loc, f"notebook/development instance {rc.target}{on} {what}",
                                symbol=f"{rc.target}:autostop", cost=cost,
                                severity=Severity.WARNING if sagemaker else Severity.INFO)
 

@@ -27,8 +27,8 @@ def _loaders(wl: Workload):
     CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
         attrs = f.attrs or {}
-        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & OFF_GPU_HOST:
-            continue
+        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & OFF_GPU_HOST or attrs.get("gpu_collate"):
+            continue  # (gpu_collate) batches built on the GPU by the collate function: no workers, no pinning
         if attrs.get("in_memory") is True or attrs.get("pretokenized") or _in_memory_class(wl, attrs.get("in_memory")):
             continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do
         if f.value.get("via") == "hf_trainer" or (_large_model(wl) and not wl.code_facts("decodes_media")):

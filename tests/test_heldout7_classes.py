@@ -649,3 +649,28 @@ def test_layers_built_with_a_16_bit_dtype_are_a_16_bit_model(dtype, use, fires):
             'for x, y in loader:\n    torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()\n    opt.step()\n'
             ) % (dtype, use, use)
     assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "AMP001")) is fires
+
+
+def test_an_idle_notebook_pod_without_a_machine_type_is_not_named_none():
+    pod = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: tensorflow-jupyter\nspec:\n  replicas: 1\n"
+           "  selector: {matchLabels: {app: nb}}\n  template:\n    metadata: {labels: {app: nb}}\n    spec:\n"
+           "      containers:\n        - name: jupyter\n          image: tensorflow/tensorflow:latest-gpu-jupyter\n"
+           "          resources:\n            limits:\n              nvidia.com/gpu: 1\n")
+    msgs = [f.message for f in findings({"nb.yaml": pod}, "COST005")]
+    assert msgs and all("(None)" not in m for m in msgs), msgs
+
+
+@pytest.mark.parametrize("collate, reported", [
+    ("partial(collate_batch, device=device)", False),
+    ("collate_batch", False),            # the file's collate moves the batch to the device itself
+    ("pad_only", True),
+])
+def test_a_collate_function_that_builds_batches_on_the_gpu_gets_no_io_advice(collate, reported):
+    code = ("import torch\nfrom functools import partial\nfrom torch.utils.data import DataLoader\n\n\n"
+            "def collate_batch(batch, device='cuda'):\n    x = torch.stack(batch)\n    return x.to(device)\n\n\n"
+            "def pad_only(batch):\n    return torch.nn.utils.rnn.pad_sequence(batch)\n\n\n"
+            "device = torch.device('cuda')\n"
+            f"loader = DataLoader(ImageRows(root), batch_size=8, collate_fn={collate})\n"
+            "model = Net().to(device)\nopt = torch.optim.AdamW(model.parameters())\n"
+            "for x in loader:\n    model(x).mean().backward()\n    opt.step()\n")
+    assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "IO")) is reported

@@ -1132,7 +1132,24 @@ def _dataloaders(f: _Facts) -> None:
         f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
                              "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
               purpose=_loader_purpose(c), guards=list(c.guards), in_memory=_in_memory_dataset(f, c),
-              pretokenized=_pretokenized(f, c))
+              pretokenized=_pretokenized(f, c), **({"gpu_collate": True} if _collates_on_gpu(f, c) else {}))
+
+
+def _collates_on_gpu(f: _Facts, c: Call) -> bool:
+    """The loader's collate function builds batches on the GPU: ``partial(collate, device=device)``, or a function of
+    the file that moves what it returns (``.to(device)``, ``.cuda()``). Worker processes cannot touch CUDA and pinned
+    memory cannot hold CUDA tensors: IO001/IO002's advice does not apply."""
+    node = f.kwarg(c, "collate_fn")
+    if node is None:
+        return False
+    if node.__class__ is ast.Call and (_qualified(f, node) or "").endswith("partial"):
+        if any(k.arg == "device" for k in node.keywords):
+            return True
+        node = node.args[0] if node.args else None
+    name = dotted(node) if node is not None else None
+    fn = f.ix.top_functions.get(name or "")
+    return fn is not None and any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in ("to", "cuda")
+                                  for n in ast.walk(fn))
 
 
 #: names of loaders that never run a training step: evaluation, and generation (a loader of prompts
