@@ -87,7 +87,10 @@ def gpu_evidence(wl: Workload) -> str | None:
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return "launcher"
     uses = wl.code_facts("uses_gpu")
-    probes = [f for f in uses if str(f.value.get("via") or "").rsplit(".", 1)[-1] in _PROBES or f.value.get("probe")]
+    # an asserted GPU (``assert torch.cuda.is_available()``) is a requirement of the script itself; in a helper module
+    # the workload imports (``def init_distributed(): assert ...``) it holds only where that helper runs: a probe there
+    probes = [f for f in uses if str(f.value.get("via") or "").rsplit(".", 1)[-1] in _PROBES or f.value.get("probe")
+              or (str(f.value.get("via") or "").endswith("(asserted)") and f.loc.path != wl.entrypoint)]
     auto = [f for f in uses if f.value.get("auto")]
     if uses and len(probes) == len(uses):
         return "probe"

@@ -2,10 +2,13 @@
 tests/realworld/labels.yaml), each reproduced in a few lines written for the purpose."""
 import json
 import posixpath
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from gpulint.testing import scan_files
+from gpulint.rulekit import gpu_evidence
+from gpulint.testing import scan_files, scan_tree, write_tree
 
 
 def findings(files: dict, prefix: str = ""):
@@ -674,3 +677,18 @@ def test_a_collate_function_that_builds_batches_on_the_gpu_gets_no_io_advice(col
             "model = Net().to(device)\nopt = torch.optim.AdamW(model.parameters())\n"
             "for x in loader:\n    model(x).mean().backward()\n    opt.step()\n")
     assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "IO")) is reported
+
+
+def test_an_asserted_gpu_in_an_imported_helper_is_only_a_probe_for_the_importer():
+    helper = ("import torch\n\n\ndef init_distributed(rank):\n    assert torch.cuda.is_available(), 'needs CUDA'\n"
+              "    torch.distributed.init_process_group('nccl')\n")
+    prep = ("import torch\nfrom common.utils import init_distributed\nwith torch.no_grad():\n"
+            "    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096) for _ in range(8)])\n    model(batch)\n")
+    own = "import torch\nassert torch.cuda.is_available()\n" + prep.split("\n", 1)[1]
+    for entry, code, expected in (("prepare.py", prep, "probe"), ("serve.py", own, "code")):
+        with tempfile.TemporaryDirectory() as tmp:
+            write_tree(Path(tmp), {entry: code, "common/__init__.py": "", "common/utils.py": helper,
+                                   "run.sh": f"#!/bin/bash\npython {entry} --data /data\n"})
+            _, workloads = scan_tree(Path(tmp))
+            wl = next(w for w in workloads if w.entrypoint == entry)
+            assert gpu_evidence(wl) == expected, (entry, gpu_evidence(wl))
