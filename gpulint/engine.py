@@ -671,9 +671,9 @@ NOTEBOOK_OUTPUT_ALLOWANCE = 8
 
 
 def _thin_entries(code: list, results: dict, read) -> list:
-    """Entry scripts (a ``__main__`` guard) the text gate skipped that import a module of the repository
-    which trains (a ``train.py`` of three lines calling ``trainer.run()``): their imports decide whether
-    they are a workload, so they are read after all. Only the skipped files are read again, and only when
+    """Entry scripts (a ``__main__`` guard) and plain modules the text gate skipped that import a module of the
+    repository which trains (a ``train.py`` of three lines calling ``trainer.run()``, a factory module between an
+    entry and its pipeline trainer): their imports decide whether a workload trains, so they are read after all. Only the skipped files are read again, and only when
     some repository module trains."""
     trainers = {posixpath.splitext(posixpath.basename(p))[0] for p, r in results.items()
                 if any(f.kind == "trains" for f in r.facts)} - {"__init__", "__main__"}
@@ -688,9 +688,10 @@ def _thin_entries(code: list, results: dict, read) -> list:
             continue
         data = read(cand)
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-        # an entry script (a __main__ guard), not a package's __init__ that re-exports the trainer: reading those
-        # would pull every module a package holds into each workload that imports it
-        if text and "__main__" in text and wanted.search(text):
+        # an entry script (a __main__ guard), or a module between the entry and the trainer (dist_pp_utils.py: one
+        # ``from .dist_gpipe_pipeline_async import GpipeAsync`` and a factory); not a package's __init__ that
+        # re-exports the trainer: reading those would pull every module a package holds into each workload
+        if text and ("__main__" in text or posixpath.basename(cand.rel) != "__init__.py") and wanted.search(text):
             out.append(cand)
     return out
 

@@ -692,3 +692,16 @@ def test_an_asserted_gpu_in_an_imported_helper_is_only_a_probe_for_the_importer(
             _, workloads = scan_tree(Path(tmp))
             wl = next(w for w in workloads if w.entrypoint == entry)
             assert gpu_evidence(wl) == expected, (entry, gpu_evidence(wl))
+
+
+def test_a_module_between_the_entry_and_its_trainer_is_read_though_it_names_no_framework():
+    """pipeline_parallel/utils.py holds one relative import and a factory, no ML word the text gate looks for: the
+    chain entry -> utils -> engine (the backward and the step) still makes the entry a training workload."""
+    files = {"train.py": "import torch\nfrom pp.utils import get_engine\n\nif __name__ == '__main__':\n"
+                         "    engine = get_engine()\n    with torch.no_grad():\n        engine.evaluate()\n    engine.run()\n",
+             "pp/__init__.py": "", "run.sh": "#!/bin/bash\npython train.py --steps 1000\n",
+             "pp/utils.py": "from .engine import Engine\n\n\ndef get_engine():\n    return Engine()\n",
+             "pp/engine.py": "import torch\n\n\nclass Engine:\n    def run(self):\n        for x in self.loader:\n"
+                             "            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n"}
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "train.py")
+    assert wl["role"] == "training" and "pp/engine.py" in wl["code_files"]
