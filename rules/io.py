@@ -23,11 +23,11 @@ def _large_model(wl: Workload) -> bool:
 
 def _loaders(wl: Workload):
     """The DataLoaders that feed training steps: validation/test/prediction loaders (by the name they
-    are bound to or built in), loaders in branches that never run (``if False:``, the CPU branch of a
+    are bound to or built in), loaders only looked into (``next(iter(loader))``), loaders in branches that never run (``if False:``, the CPU branch of a
     CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
         attrs = f.attrs or {}
-        if attrs.get("purpose") == "eval" or set(attrs.get("guards") or ()) & OFF_GPU_HOST or attrs.get("gpu_collate"):
+        if attrs.get("purpose") in ("eval", "inspect") or set(attrs.get("guards") or ()) & OFF_GPU_HOST or attrs.get("gpu_collate"):
             continue  # (gpu_collate) batches built on the GPU by the collate function: no workers, no pinning
         if attrs.get("in_memory") is True or attrs.get("pretokenized") or _in_memory_class(wl, attrs.get("in_memory")):
             continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do

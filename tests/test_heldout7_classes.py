@@ -705,3 +705,16 @@ def test_a_module_between_the_entry_and_its_trainer_is_read_though_it_names_no_f
                              "            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n"}
     wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "train.py")
     assert wl["role"] == "training" and "pp/engine.py" in wl["code_files"]
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("batch = next(iter(train_dl))\nprint({k: v.shape for k, v in batch.items()})", False),  # a look at one batch
+    ("for batch in train_dl:\n    model(**batch).loss.backward()\n    opt.step()", True),
+])
+def test_a_loader_that_is_only_peeked_into_is_not_the_training_loader(use, reported):
+    nb = _nb(_cell("import torch\nfrom torch.utils.data import DataLoader\nfrom transformers import Trainer, TrainingArguments"),
+             _cell("train_dl = DataLoader(ImageRows(root), collate_fn=collate, batch_size=4)"), _cell(use),
+             _cell("model = Vit().cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
+                   "Trainer(model=model, args=TrainingArguments('out', dataloader_num_workers=4), train_dataset=ds).train()"))
+    assert bool(findings({"vit.ipynb": nb, "job.sbatch": GPU_JOB.replace("python train.py", "jupyter nbconvert --execute vit.ipynb")},
+                         "IO")) is reported

@@ -1131,8 +1131,23 @@ def _dataloaders(f: _Facts) -> None:
         pin = f.val(c, "pin_memory") if pin_set else (None if star else False)
         f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
                              "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
-              purpose=_loader_purpose(c), guards=list(c.guards), in_memory=_in_memory_dataset(f, c),
+              purpose="inspect" if _only_peeked(f, c) else _loader_purpose(c), guards=list(c.guards),
+              in_memory=_in_memory_dataset(f, c),
               pretokenized=_pretokenized(f, c), **({"gpu_collate": True} if _collates_on_gpu(f, c) else {}))
+
+
+def _only_peeked(f: _Facts, c: Call) -> bool:
+    """The loader is only looked into: every read of its name is ``next(iter(loader))`` (a notebook printing one
+    batch's shapes before a Trainer, which builds a loader of its own, trains)."""
+    name = c.assigned_to
+    tree = f.src.syntax
+    if not name or "." in name or tree is None:
+        return False
+    peeked = {id(n.args[0].args[0]) for n in ast.walk(tree)
+              if n.__class__ is ast.Call and dotted(n.func) == "next" and n.args and n.args[0].__class__ is ast.Call
+              and dotted(n.args[0].func) == "iter" and n.args[0].args and n.args[0].args[0].__class__ is ast.Name}
+    reads = [n for n in ast.walk(tree) if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
+    return bool(reads) and all(id(n) in peeked for n in reads)
 
 
 def _collates_on_gpu(f: _Facts, c: Call) -> bool:
