@@ -718,3 +718,43 @@ def test_a_loader_that_is_only_peeked_into_is_not_the_training_loader(use, repor
                    "Trainer(model=model, args=TrainingArguments('out', dataloader_num_workers=4), train_dataset=ds).train()"))
     assert bool(findings({"vit.ipynb": nb, "job.sbatch": GPU_JOB.replace("python train.py", "jupyter nbconvert --execute vit.ipynb")},
                          "IO")) is reported
+
+
+# -- a model's size from the literal arguments the file builds it with ------------------------------------
+TOY_NET = '''\
+import torch
+
+
+class NeuralNetwork(torch.nn.Module):
+    def __init__(self, num_inputs, num_outputs):
+        super().__init__()
+        self.layers = torch.nn.Sequential(
+            torch.nn.Linear(num_inputs, 30), torch.nn.ReLU(), torch.nn.Linear(30, 20), torch.nn.ReLU(),
+            torch.nn.Linear(20, num_outputs))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def main(rank):
+    torch.cuda.set_device(rank)
+    model = NeuralNetwork({args}).to(rank)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    for x, y in loader:
+        torch.nn.functional.cross_entropy(model(x.to(rank)), y.to(rank)).backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main(0)
+'''
+
+
+@pytest.mark.parametrize("args, severity", [
+    ("num_inputs=2, num_outputs=2", "info"),       # 752 parameters: tutorial-sized
+    ("2, 2", "info"),
+    ("num_inputs=n_in, num_outputs=2", "warning"),  # a size the file does not say: not counted
+])
+def test_a_model_built_with_literal_arguments_is_counted_with_them(args, severity):
+    (amp,) = findings({"ddp.py": TOY_NET.format(args=args), "job.sbatch": GPU_JOB.replace("train.py", "ddp.py")}, "AMP001")
+    assert amp.severity.value == severity, amp.message

@@ -110,6 +110,7 @@ class _Counter:
         self.qualify = qualify
         self.value = value
         self.memo: dict[str, int | None] = {}
+        self.binding: dict[str, Any] = {}  # __init__ parameters -> the literals the file constructs the class with
 
     @staticmethod
     def guard(fn: Callable[[], int]) -> int | None:
@@ -125,9 +126,41 @@ class _Counter:
         self.memo[name] = None  # a class that builds itself is not counted
         node = self.ix.classes[name][0]
         init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        total = self.guard(lambda: self._init_layers(init, depth)) if init is not None else None
+        outer, self.binding = self.binding, self._constructed_with(name, init) if init is not None else {}
+        try:
+            total = self.guard(lambda: self._init_layers(init, depth)) if init is not None else None
+        finally:
+            self.binding = outer
         self.memo[name] = total
         return total
+
+    def _constructed_with(self, name: str, init: ast.FunctionDef) -> dict[str, Any]:
+        """The literal arguments the file builds the class with (``NeuralNetwork(num_inputs=2, num_outputs=2)``), by
+        parameter of its ``__init__``, when every construction passes the same literals; {} otherwise."""
+        params = [a.arg for a in init.args.args[1:]]
+        seen: list[dict[str, Any]] = []
+        for c in self.ix.function_calls(name):
+            got: dict[str, Any] = {}
+            for i, a in enumerate(c.node.args):
+                if isinstance(a, ast.Starred) or i >= len(params):
+                    return {}
+                got[params[i]] = a
+            for k in c.node.keywords:
+                if k.arg is None:
+                    return {}
+                got[k.arg] = k.value
+            values = {}
+            for k, v in got.items():
+                if not (isinstance(v, ast.Constant) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool)):
+                    return {}
+                values[k] = v.value
+            seen.append(values)
+        return seen[0] if seen and all(s == seen[0] for s in seen) else {}
+
+    def _value(self, node: ast.AST, scope: str) -> Any:
+        if isinstance(node, ast.Name) and node.id in self.binding:
+            return self.binding[node.id]
+        return self.value(node, scope)
 
     def _init_layers(self, init: ast.FunctionDef, depth: int) -> int:
         """Parameters of the layers an ``__init__`` assigns to ``self``; raises _Unknown where one is not literal."""
@@ -161,7 +194,7 @@ class _Counter:
             rule = _TORCH_LAYERS.get(layer)
             if rule is None:
                 raise _Unknown
-            return rule(_Args(call, lambda n: self.value(n, scope)))
+            return rule(_Args(call, lambda n: self._value(n, scope)))
         name = dotted(call.func) or ""
         if name in self.ix.classes and not call.args and not call.keywords:
             params = self.torch_class(name, depth + 1)
