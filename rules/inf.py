@@ -5,7 +5,7 @@ from gpulint.cost import avoidable, unpriced
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Severity
 from gpulint.rule import Example, Expect, Rule
-from gpulint.rulekit import compute_of, compute_related, gpu_evidence
+from gpulint.rulekit import compute_of, compute_related, gpu_evidence, toy_workload
 from gpulint.workloads import Workload
 
 #: half-precision serving typically doubles throughput over fp32 (memory-bound decoding moves half the bytes)
@@ -76,7 +76,8 @@ class Fp32InferenceOnGpu(Rule):
         a handler that only asks ``torch.cuda.is_available()`` runs wherever it is deployed and
         gets no finding. A warning when the gain is known (a model of 100M+ parameters on a GPU the
         infrastructure names); otherwise info, since 16-bit quality is a judgement for small or
-        unknown models (segmentation, inpainting, T5-family overflow in fp16).
+        unknown models (segmentation, inpainting, T5-family overflow in fp16). A tutorial-sized model
+        (an MNIST/CIFAR model, under 5M parameters) gets no finding: it gains nothing from 16 bit.
     Why it costs money:
         Decoding and batched inference are memory-bound: fp32 weights move twice the bytes of
         bf16/fp16 and use no Tensor Cores, so each replica serves about half the requests.
@@ -130,6 +131,8 @@ class Handler(BaseHandler):
         anchor = _anchor(wl)
         if anchor is None or wl.resolution.precision.mixed is not False:
             return
+        if toy_workload(wl):
+            return  # an MNIST-sized model serves from a GPU in microseconds either way: 16 bit buys nothing
         if any(f.value.get("via") in _SIXTEEN_BIT_ENGINES for f in wl.code_facts("serves")):
             return  # the engine picks 16 bit itself
         model = wl.resolution.model

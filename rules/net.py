@@ -255,7 +255,7 @@ _INFERENCE_HOOKS = ("model_fn", "predict_fn", "transform_fn", "input_fn", "outpu
 def _inference_hook(function: str) -> bool:
     """A serving entry point (SageMaker inference toolkit, TorchServe handler) or an evaluation helper."""
     low = function.lower()
-    return function in _INFERENCE_HOOKS or low.startswith(("predict", "infer", "evaluate", "eval_", "serve", "load_model"))
+    return function in _INFERENCE_HOOKS or low.startswith(("predict", "infer", "evaluate", "eval_", "serve", "load_model", "test"))
 
 
 @hookimpl

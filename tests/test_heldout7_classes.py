@@ -758,3 +758,31 @@ if __name__ == "__main__":
 def test_a_model_built_with_literal_arguments_is_counted_with_them(args, severity):
     (amp,) = findings({"ddp.py": TOY_NET.format(args=args), "job.sbatch": GPU_JOB.replace("train.py", "ddp.py")}, "AMP001")
     assert amp.severity.value == severity, amp.message
+
+
+def test_a_loop_that_breaks_at_its_first_batch_only_peeks():
+    nb = _nb(_cell("import torch\nfrom torch.utils.data import DataLoader"),
+             _cell("train_dl = DataLoader(ImageRows(root), batch_size=4)"),
+             _cell("for batch in train_dl:\n    print(batch.shape)\n    break"),
+             _cell("model = Vit().cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
+                   "for x in other_loader:\n    model(x.cuda()).mean().backward()\n    opt.step()"))
+    job = GPU_JOB.replace("python train.py", "jupyter nbconvert --execute vit.ipynb")
+    assert findings({"vit.ipynb": nb, "job.sbatch": job}, "IO") == []
+
+
+@pytest.mark.parametrize("tensor_type, fires", [("torch.cuda.HalfTensor", False), ("torch.cuda.FloatTensor", True)])
+def test_a_16_bit_default_tensor_type_is_a_16_bit_model(tensor_type, fires):
+    code = (f"import torch\ntorch.set_default_tensor_type({tensor_type})\n"
+            "from transformers import AutoModelForCausalLM\n"
+            "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf').cuda()\nmodel.eval()\n"
+            "with torch.no_grad():\n    out = model.generate(**batch)\n")
+    job = GPU_JOB.replace("python train.py", "python serve.py")
+    assert bool(findings({"serve.py": code, "job.sbatch": job}, "INF001")) is fires
+
+
+def test_dataparallel_in_a_test_function_is_no_training_dataparallel():
+    code = ("import torch\n\n\ndef test_best_model(model):\n    model = torch.nn.DataParallel(model)\n"
+            "    with torch.no_grad():\n        return model(x)\n\n\n"
+            "model = Net().cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\ntest_best_model(model)\n")
+    assert findings({"tune.py": code, "job.sbatch": GPU_JOB.replace("train.py", "tune.py")}, "NET006") == []

@@ -866,6 +866,11 @@ def _precision(f: _Facts) -> None:
                     # config: 16 bit perhaps, decided at run time
                     f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None}, c.node, "to")
                     break
+        elif c.attr == "set_default_tensor_type" and c.positional(0) is not None and \
+                re.search(r"(Half|BFloat16)Tensor|float16|bfloat16", dotted(c.positional(0)) or ast.unparse(c.positional(0))):
+            # ``torch.set_default_tensor_type(torch.cuda.HalfTensor)``: every tensor (and layer) built after it is 16 bit
+            half = "bf16" if "bfloat16" in ast.unparse(c.positional(0)).lower() else "fp16"
+            f.add("precision", {"mechanism": "model_cast", "dtype": half, "enabled": True}, c.node, "set_default_tensor_type")
         elif c.attr == "set_default_dtype" and c.positional(0) is not None:
             # torch.set_default_dtype(torch.bfloat16), or a project's context manager of the same name around it
             # (``with training.set_default_dtype(self._dtype):``): the model is built in that dtype
@@ -1137,8 +1142,9 @@ def _dataloaders(f: _Facts) -> None:
 
 
 def _only_peeked(f: _Facts, c: Call) -> bool:
-    """The loader is only looked into: every read of its name is ``next(iter(loader))`` (a notebook printing one
-    batch's shapes before a Trainer, which builds a loader of its own, trains)."""
+    """The loader is only looked into: every read of its name is ``next(iter(loader))`` or a loop that breaks after
+    its first batch (a notebook printing one batch's shapes before a Trainer, which builds a loader of its own,
+    trains)."""
     name = c.assigned_to
     tree = f.src.syntax
     if not name or "." in name or tree is None:
@@ -1146,6 +1152,11 @@ def _only_peeked(f: _Facts, c: Call) -> bool:
     peeked = {id(n.args[0].args[0]) for n in ast.walk(tree)
               if n.__class__ is ast.Call and dotted(n.func) == "next" and n.args and n.args[0].__class__ is ast.Call
               and dotted(n.args[0].func) == "iter" and n.args[0].args and n.args[0].args[0].__class__ is ast.Name}
+    # ``for batch in loader: print(batch.shape); break``: a loop that ends at its first batch, with no step in it
+    for n in ast.walk(tree):
+        if n.__class__ is ast.For and n.iter.__class__ is ast.Name and n.body and n.body[-1].__class__ is ast.Break and \
+                not any(x.__class__ is ast.Attribute and x.attr in ("backward", "step") for x in ast.walk(n)):
+            peeked.add(id(n.iter))
     reads = [n for n in ast.walk(tree) if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
     return bool(reads) and all(id(n) in peeked for n in reads)
 
