@@ -167,11 +167,12 @@ def analyze_file(rel: str, data: bytes | str, kind: str, registry: Registry, con
 
 
 def _read_error(rel: str, problem: str) -> Finding:
+    too_big = problem.startswith(TOO_BIG)
     finding = sys_finding("SYS001", "parse-error", Location(rel, 1, 1), f"{rel} could not be read: {problem}",
-                          _OVER_BUDGET if problem.startswith(TOO_BIG) else
-                          "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.", "read")
+                          _OVER_BUDGET if too_big else "Save the file as UTF-8 text, or exclude it in [tool.gpulint] exclude.",
+                          "read")
     # past gpulint's own size budget: nothing is wrong with the file (most are data), so never an error
-    return finding.with_(severity=Severity.INFO) if problem.startswith(TOO_BIG) else finding
+    return finding.with_(severity=Severity.INFO) if too_big else finding
 
 
 #: how a read problem past the size budget starts
@@ -673,8 +674,8 @@ NOTEBOOK_OUTPUT_ALLOWANCE = 8
 def _thin_entries(code: list, results: dict, read) -> list:
     """Entry scripts (a ``__main__`` guard) and plain modules the text gate skipped that import a module of the
     repository which trains (a ``train.py`` of three lines calling ``trainer.run()``, a factory module between an
-    entry and its pipeline trainer): their imports decide whether a workload trains, so they are read after all. Only the skipped files are read again, and only when
-    some repository module trains."""
+    entry and its pipeline trainer): their imports decide whether a workload trains, so they are read after all.
+    Only the skipped files are read again, and only when some repository module trains."""
     trainers = {posixpath.splitext(posixpath.basename(p))[0] for p, r in results.items()
                 if any(f.kind == "trains" for f in r.facts)} - {"__init__", "__main__"}
     if not trainers:

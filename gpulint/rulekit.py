@@ -126,7 +126,7 @@ def toy_workload(wl: Workload) -> str | None:
     # the data folder a launcher hands the script (``imagenet.py ... /workspace/data/tiny-imagenet-200``)
     for l in wl.launchers:
         words = [a for a in l.value.get("args") or [] if isinstance(a, str)]
-        hit = next((_TOY_DATA_ARG.search(a.lower()) for a in words if _TOY_DATA_ARG.search(a.lower())), None)
+        hit = next(filter(None, (_TOY_DATA_ARG.search(a.lower()) for a in words)), None)
         if hit:
             toys.append(f"{hit.group(2)} (the data its launcher passes at {l.loc.short()})")
             break
@@ -140,9 +140,11 @@ def toy_workload(wl: Workload) -> str | None:
     return None
 
 
+#: the small benchmark datasets a file or data folder is named after
+_TOY_NAMES = r"fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn"
 #: a data path or name in a launcher's arguments that names a small benchmark dataset
-_TOY_DATA_ARG = re.compile(r"(^|[/=_\-])(tiny-imagenet(?:-200)?|tiny_imagenet|fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn)([/_\-.]|$)")
-_TOY_FILE = re.compile(r"(^|[^a-z])(fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn)([^a-z0-9]|$)")
+_TOY_DATA_ARG = re.compile(rf"(^|[/=_\-])(tiny-imagenet(?:-200)?|tiny_imagenet|{_TOY_NAMES})([/_\-.]|$)")
+_TOY_FILE = re.compile(rf"(^|[^a-z])({_TOY_NAMES})([^a-z0-9]|$)")
 
 
 def benchmark_of(wl: Workload) -> Fact | None:

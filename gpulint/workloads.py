@@ -574,12 +574,15 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             if f.kind == "config_ref":
                 _attach_config(wl, _resolve_config(f.value.get("path"), f.loc.path, repo), repo, f"code: {f.loc.short()} names it")
         for f in wl.launchers:
-            args = [a for a in f.value.get("args") or []]
+            args = f.value.get("args") or []
             for i, arg in enumerate(args):
                 if not isinstance(arg, str):
                     continue
-                flag, _, value = arg.partition("=") if arg.startswith("-") and "=" in arg else (
-                    (args[i - 1] if i and isinstance(args[i - 1], str) and args[i - 1].startswith("-") else ""), "", arg)
+                if arg.startswith("-") and "=" in arg:
+                    flag, _, value = arg.partition("=")  # --config=ds.json
+                else:  # --config ds.json (the flag is the word before), or a positional path
+                    before = args[i - 1] if i else None
+                    flag, value = (before if isinstance(before, str) and before.startswith("-") else ""), arg
                 if flag and _DATA_FLAG.search(flag.lstrip("-")):
                     continue  # --train_file data/train.json, --meta_path shell/data/mix.json: data the script reads
                 if value.endswith((".json", ".yaml", ".yml")) and not value.startswith("-"):

@@ -23,8 +23,8 @@ def _large_model(wl: Workload) -> bool:
 
 def _loaders(wl: Workload):
     """The DataLoaders that feed training steps: validation/test/prediction loaders (by the name they
-    are bound to or built in), loaders only looked into (``next(iter(loader))``), loaders in branches that never run (``if False:``, the CPU branch of a
-    CUDA check) are not."""
+    are bound to or built in), loaders only looked into (``next(iter(loader))``), loaders in branches
+    that never run (``if False:``, the CPU branch of a CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
         attrs = f.attrs or {}
         if attrs.get("purpose") in ("eval", "inspect") or set(attrs.get("guards") or ()) & OFF_GPU_HOST or attrs.get("gpu_collate"):

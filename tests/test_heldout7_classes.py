@@ -448,6 +448,18 @@ def test_a_pod_that_asks_for_tpus_or_neuron_cores_is_not_a_cpu_pod(selector, res
 
 
 # -- LeaderWorkerSet: multi-node serving groups --------------------------------------------------------
+#: one pod template of the set, as leaderTemplate or workerTemplate (4 spaces in, under leaderWorkerTemplate)
+LWS_POD = '''{role}Template:
+      spec:
+        nodeSelector:
+          node.kubernetes.io/instance-type: p5.48xlarge
+        containers:
+          - name: vllm-{role}
+            image: vllm/vllm-openai:v0.8.5
+            command: ["sh", "-c", "{command}"]
+            resources:
+              limits:
+                nvidia.com/gpu: "8"'''
 LWS = '''\
 apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
@@ -458,29 +470,9 @@ spec:
   leaderWorkerTemplate:
     size: 2
     {leader}
-    workerTemplate:
-      spec:
-        nodeSelector:
-          node.kubernetes.io/instance-type: p5.48xlarge
-        containers:
-          - name: vllm-worker
-            image: vllm/vllm-openai:v0.8.5
-            command: ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
-            resources:
-              limits:
-                nvidia.com/gpu: "8"
-'''
-LEADER = '''leaderTemplate:
-      spec:
-        nodeSelector:
-          node.kubernetes.io/instance-type: p5.48xlarge
-        containers:
-          - name: vllm-leader
-            image: vllm/vllm-openai:v0.8.5
-            command: ["sh", "-c", "vllm serve meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline-parallel-size 2"]
-            resources:
-              limits:
-                nvidia.com/gpu: "8"'''
+    ''' + LWS_POD.format(role="worker", command="ray start --address=$(LWS_LEADER_ADDRESS):6379 --block") + "\n"
+LEADER = LWS_POD.format(role="leader", command="vllm serve meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 "
+                                              "--pipeline-parallel-size 2")
 
 
 @pytest.mark.parametrize("leader, expected", [

@@ -126,6 +126,21 @@ class _Facts:
         self.ev = Evaluator(ix)
         self.out: list[Fact] = []
         self.getitem_classes: list[tuple[ast.ClassDef, bool]] | None = None  # see _getitem_classes
+        self._reads: dict[str, list[ast.AST]] | None = None  # see reads
+        self.peeked: set[int] | None = None  # see _only_peeked
+
+    def reads(self, name: str) -> list[ast.AST]:
+        """The nodes that read `name` in the file: ``x`` (a Name loaded), or ``.attr`` for any attribute ``o.attr``
+        loaded; indexed once per file."""
+        if self._reads is None:
+            index: dict[str, list[ast.AST]] = {}
+            for node in ast.walk(self.src.syntax) if self.src.syntax is not None else ():
+                if node.__class__ is ast.Name and node.ctx.__class__ is ast.Load:
+                    index.setdefault(node.id, []).append(node)
+                elif node.__class__ is ast.Attribute and node.ctx.__class__ is ast.Load:
+                    index.setdefault("." + node.attr, []).append(node)
+            self._reads = index
+        return self._reads.get(name, [])
 
     def add(self, kind: str, value: Any, node: ast.AST, key: str = "", **attrs: Any) -> None:
         if kind == "precision" and isinstance(value, dict) and value.get("enabled") is True:
@@ -497,15 +512,9 @@ def _printed_and_asserted(tree: ast.AST | None) -> tuple[set[int], set[int]]:
     return said, asserted
 
 
-def _read_again(tree: ast.AST | None, name: str, assigned: ast.AST) -> bool:
-    """Is `name` (``device`` or ``self.device``) read anywhere in the file, other than where it is assigned?"""
-    attr = name.split(".", 1)[1] if name.startswith("self.") else None
-    for node in ast.walk(tree) if tree is not None else ():
-        if attr is None and node.__class__ is ast.Name and node.id == name and node.ctx.__class__ is ast.Load:
-            return True
-        if attr is not None and node.__class__ is ast.Attribute and node.attr == attr and node.ctx.__class__ is ast.Load:
-            return True
-    return False
+def _read_again(f: _Facts, name: str) -> bool:
+    """Is `name` (``device``, or ``self.device``: any ``.device`` attribute) read anywhere in the file?"""
+    return bool(f.reads("." + name.split(".", 1)[1] if name.startswith("self.") else name))
 
 
 def _megatron_precision(f: _Facts, call: Call) -> None:
@@ -585,7 +594,7 @@ def _training(f: _Facts) -> None:
         if c.attr in ("to", "device") or c.qualname == "torch.device":
             first = f.val(c, None, 0) if c.positional(0) is not None else f.val(c, "device")
             if isinstance(first, str) and first.startswith("cuda"):
-                if c.qualname == "torch.device" and c.assigned_to and not _read_again(f.src.syntax, c.assigned_to, c.node):
+                if c.qualname == "torch.device" and c.assigned_to and not _read_again(f, c.assigned_to):
                     continue  # ``device = torch.device("cuda")`` that nothing reads: the model never goes there
                 f.add("uses_gpu", {"via": "device", "probe": "gpu" in c.guards}, c.node, "cuda")
                 break
@@ -867,9 +876,9 @@ def _precision(f: _Facts) -> None:
                     f.add("precision", {"mechanism": "model_cast", "dtype": None, "enabled": None}, c.node, "to")
                     break
         elif c.attr == "set_default_tensor_type" and c.positional(0) is not None and \
-                re.search(r"(Half|BFloat16)Tensor|float16|bfloat16", dotted(c.positional(0)) or ast.unparse(c.positional(0))):
+                re.search(r"(Half|BFloat16)Tensor|float16|bfloat16", tensor_type := ast.unparse(c.positional(0))):
             # ``torch.set_default_tensor_type(torch.cuda.HalfTensor)``: every tensor (and layer) built after it is 16 bit
-            half = "bf16" if "bfloat16" in ast.unparse(c.positional(0)).lower() else "fp16"
+            half = "bf16" if "bfloat16" in tensor_type.lower() else "fp16"
             f.add("precision", {"mechanism": "model_cast", "dtype": half, "enabled": True}, c.node, "set_default_tensor_type")
         elif c.attr == "set_default_dtype" and c.positional(0) is not None:
             # torch.set_default_dtype(torch.bfloat16), or a project's context manager of the same name around it
@@ -920,10 +929,9 @@ def _precision(f: _Facts) -> None:
     for line, text in getattr(f.src, "unread_cells", ()):
         m = _PRECISION_WORDS.search(text)
         if m:
-            at = ast.Pass(lineno=line, col_offset=0, end_lineno=line, end_col_offset=0)
             f.out.append(Fact("precision", {"mechanism": "unread_cell", "dtype": None, "enabled": None,
                                             "undecided": f"a notebook cell gpulint could not parse mentions {m.group(0)!r}, "
-                                                         f"which may set it"}, f.src.node_loc(at), "cell", "", {}))
+                                                         f"which may set it"}, f.src.loc(line, 1, line, 1), "cell", "", {}))
             break
     # quantized loads compute in the dtype their config names (bitsandbytes' compute dtype, GPTQ/AWQ kernels)
     for c in ix.calls:
@@ -1149,16 +1157,18 @@ def _only_peeked(f: _Facts, c: Call) -> bool:
     tree = f.src.syntax
     if not name or "." in name or tree is None:
         return False
-    peeked = {id(n.args[0].args[0]) for n in ast.walk(tree)
-              if n.__class__ is ast.Call and dotted(n.func) == "next" and n.args and n.args[0].__class__ is ast.Call
-              and dotted(n.args[0].func) == "iter" and n.args[0].args and n.args[0].args[0].__class__ is ast.Name}
-    # ``for batch in loader: print(batch.shape); break``: a loop that ends at its first batch, with no step in it
-    for n in ast.walk(tree):
-        if n.__class__ is ast.For and n.iter.__class__ is ast.Name and n.body and n.body[-1].__class__ is ast.Break and \
-                not any(x.__class__ is ast.Attribute and x.attr in ("backward", "step") for x in ast.walk(n)):
-            peeked.add(id(n.iter))
-    reads = [n for n in ast.walk(tree) if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
-    return bool(reads) and all(id(n) in peeked for n in reads)
+    if f.peeked is None:  # the names only looked into, once per file
+        peeked = {id(n.args[0].args[0]) for n in ast.walk(tree)
+                  if n.__class__ is ast.Call and dotted(n.func) == "next" and n.args and n.args[0].__class__ is ast.Call
+                  and dotted(n.args[0].func) == "iter" and n.args[0].args and n.args[0].args[0].__class__ is ast.Name}
+        # ``for batch in loader: print(batch.shape); break``: a loop that ends at its first batch, with no step in it
+        for n in ast.walk(tree):
+            if n.__class__ is ast.For and n.iter.__class__ is ast.Name and n.body and n.body[-1].__class__ is ast.Break and \
+                    not any(x.__class__ is ast.Attribute and x.attr in ("backward", "step") for x in ast.walk(n)):
+                peeked.add(id(n.iter))
+        f.peeked = peeked
+    reads = f.reads(name)
+    return bool(reads) and all(id(n) in f.peeked for n in reads)
 
 
 def _collates_on_gpu(f: _Facts, c: Call) -> bool:
