@@ -228,7 +228,7 @@ register("compute.instance_type", "compute", _or(_t("string", "null"), REF),
          "platform's documented default, e.g. ModelTrainer without compute runs on ml.m5.xlarge).", targeted=True)
 register("compute.accelerator", "compute", _obj(("type",), type=_t("string"), count=_or(OPT_INT, REF, STR)),
          "An accelerator request ({type: A100|nvidia-tesla-a100|..., count}).", targeted=True)
-register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand (attrs: on_demand_fallback, default, via).",
+register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand | reserved (a capacity block, targeted ODCR, GCP specific reservation or Azure capacity reservation group: priced at the on-demand list rate) (attrs: on_demand_fallback, default, via).",
          targeted=True)
 register("compute.node_count", "compute", _TF(OPT_INT), "Nodes (instances, replicas, instance_count, --nodes).", targeted=True)
 register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscaling group, node group or pool.", targeted=True)

@@ -79,7 +79,7 @@ class ResolvedCompute:
     gpus_per_node: int | None = None  # GPUs the job uses per node (a pod's request, else the instance's)
     nodes: int | None = None
     min_nodes: int | None = None
-    capacity: str | None = None  # "spot" | "on-demand" | None (not stated)
+    capacity: str | None = None  # "spot" | "on-demand" | "reserved" (a capacity block or reservation) | None (not stated)
     capacity_loc: Location | None = None
     capacity_pinned_by: str | None = None
     on_demand_fallback: bool = False

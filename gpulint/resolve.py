@@ -145,9 +145,13 @@ class Resolver:
                 if f.kind != "compute.capacity":
                     continue
                 v = self.tf.value_of(f).value
-                if v not in ("spot", "on-demand"):
+                if v not in ("spot", "on-demand", "reserved"):
                     continue
-                if v == "spot":
+                if v == "reserved":
+                    # a reservation the nodes are placed in outranks the on-demand a market type implies
+                    if capacity != "spot":
+                        capacity, where = "reserved", f
+                elif v == "spot":
                     capacity, where = "spot", f
                     fallback = fallback or bool((f.attrs or {}).get("on_demand_fallback"))
                 else:
@@ -199,10 +203,13 @@ class Resolver:
         inst = rc.instance
         if inst is None:
             return rc.with_(price=None)
-        cap = rc.capacity or "on-demand"
+        cap = "spot" if rc.capacity == "spot" else "on-demand"
         p = self.catalogue.price(inst, cap)
         n = rc.nodes or 1
         source = p.source + (f"; {p.note}" if p.note else "")
+        if rc.capacity == "reserved":
+            source += ("; reserved capacity (a capacity block or reservation) is priced at the on-demand list rate: the "
+                       "reservation's own rate is not in the repository, and it is billed whether or not nodes run")
         written = rc.instance_written or ""
         if written.lower().startswith("ml."):
             source += ("; this is the EC2 list price of the SageMaker instance's twin: SageMaker lists higher "

@@ -117,6 +117,8 @@ class GpuCapacityNeverScalesToZero(Rule):
         for rc in sorted(ctx.computes.values(), key=lambda c: c.id):
             if not _is_gpu(rc) or not rc.min_nodes or rc.min_nodes <= 0:
                 continue
+            if rc.capacity == "reserved":
+                continue  # a reservation bills whether or not its nodes run: a lower floor returns nothing
             resource = str(rc.resource or "")
             if rc.source == "kubernetes" and not resource.startswith(("RayCluster/", "RayService/")):
                 continue  # an elastic job's minimum ends with the job; only standing pools are judged

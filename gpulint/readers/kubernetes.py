@@ -789,5 +789,7 @@ def _read_nodepool(sink: FactSink, base: tuple, kind: str, name: str, target: st
                 # Karpenter launches spot first whenever a NodePool allows it
                 sink.add("compute.capacity", "spot", at, target,
                          attrs={"on_demand_fallback": True} if len(allowed) > 1 else {})
+            elif allowed == {"reserved"}:
+                sink.add("compute.capacity", "reserved", at, target)  # only capacity reservations (Karpenter 1.3+)
             elif allowed & {"on-demand", "reserved"}:
                 sink.add("compute.capacity", "on-demand", at, target)

@@ -617,6 +617,15 @@ class _Target:
             extra["role_evidence"] = role_evidence
         value = {"source": "terraform", "provider": provider, "resource": resource, "role": role}
         ctx.emit("compute.target", value, line, col, key="", target=target, attrs=extra)
+        self.reservation(view)
+
+    def reservation(self, view: _View | None):
+        """Capacity bought ahead of use: a targeted reservation (AWS ODCR or Capacity Block, GCP specific
+        reservation, Azure capacity reservation group) bills whether or not the nodes run, so its floor is not
+        idle spend that scaling to zero returns."""
+        found = _reservation(self.ctx, view)
+        if found is not None:
+            self.fact("compute.capacity", "reserved", found)
 
     def fact(self, kind, value, val: _Val | None = None, key: str | None = None, attrs=None):
         line, col = (val.line, val.column) if val else (self.line, self.col)
@@ -640,6 +649,40 @@ class _Target:
     def count(self, kind, val: _Val | None, attrs=None):
         if val is not None:
             self.fact(kind, _int(val), val, attrs=attrs)
+
+
+def _reservation(ctx: _Ctx, view: _View | None) -> _Val | None:
+    """Where ``view`` (a resource, a node group, or its ``node_config``) targets reserved capacity, else None.
+    An open preference (``capacity_reservation_preference = "open"``, GCP ``ANY_RESERVATION``) only uses a
+    reservation that happens to match, so it is not reserved capacity."""
+    if view is None:
+        return None
+    for scope in (view, view.block("node_config")):
+        if scope is None:
+            continue
+        spec = scope.block("capacity_reservation_specification")
+        aim = spec.block("capacity_reservation_target") if spec is not None else None
+        for name in ("capacity_reservation_id", "capacity_reservation_resource_group_arn"):
+            val = _named(ctx, aim, name)
+            if val is not None:
+                return val
+        affinity = scope.block("reservation_affinity")
+        kind = ctx.get(affinity, "consume_reservation_type") if affinity is not None else None
+        if kind is not None and str(kind.value).upper() == "SPECIFIC_RESERVATION":
+            return kind
+        group = _named(ctx, scope, "capacity_reservation_group_id")  # Azure VMs, scale sets and AKS node pools
+        if group is not None:
+            return group
+    return None
+
+
+def _named(ctx: _Ctx, view: _View | None, name: str) -> _Val | None:
+    """``name``'s value where it names something (a literal id, a variable, another resource's attribute), None
+    where it is absent, null or empty."""
+    val = ctx.get(view, name)
+    if val is None:
+        return None
+    return val if val.value not in (None, "") or _resource_ref(view.attrs[name].node) else None
 
 
 def _ref_attr(ctx: _Ctx, view: _View | None, *names: str) -> str | None:
@@ -688,8 +731,8 @@ def _node_count_from_count(t: _Target, ctx: _Ctx, view: _View):
 
 # ---- AWS
 
-_MARKET = {"spot": "spot", "capacity-block": "on-demand"}
-_EKS_CAPACITY = {"spot": "spot", "on_demand": "on-demand", "capacity_block": "on-demand"}
+_MARKET = {"spot": "spot", "capacity-block": "reserved"}
+_EKS_CAPACITY = {"spot": "spot", "on_demand": "on-demand", "capacity_block": "reserved"}
 _BATCH_TYPE = {"spot": "spot", "ec2": "on-demand", "fargate_spot": "spot", "fargate": "on-demand"}
 _BOOL_SPOT = {"true": "spot", "false": "on-demand"}
 _AZ_PRIORITY = {"spot": "spot", "regular": "on-demand", "lowpriority": "spot", "low": "spot", "dedicated": "on-demand"}
@@ -1120,6 +1163,8 @@ def _eks_module(ctx, label, view, line, col):
             _placement_attrs(ctx, gview, attrs)
             role, ev = _role(key, gview)
             t = _Target(ctx, target, f"module.{label}", "aws", gview, attr.line, attr.column, role, ev, attrs)
+            if _reservation(ctx, gview) is None:
+                t.reservation(defaults)  # eks_managed_node_group_defaults = { capacity_reservation_specification = ... }
             get = lambda n, g=gview: _merged_get(ctx, g, defaults, n)  # noqa: E731
             t.instance_type(get("instance_type") if self_managed else get("instance_types"))
             if self_managed:
