@@ -127,7 +127,7 @@ register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling f
 register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
 register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),
          "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings; "
-         "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), inspect for one only looked into (next(iter(loader))), else train; "
+         "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), inspect for one only looked into (next(iter(loader)), a loop that breaks at its first batch), no_grad for one only read by loops without autograd and with no step (caching latents once), else train; "
          "attrs.pretokenized: batches of already tokenised rows (a transformers data collator, a datasets .map()/load_from_disk "
          "result); attrs.in_memory: a TensorDataset (true) or class:<Name>, a Dataset class of the repository to look up in "
          "dataset_class facts.")
@@ -163,8 +163,9 @@ register("decodes_media", "code", _obj(("via",), via=STR),
 register("benchmark", "code", _obj(("via",), via=STR, synthetic=BOOL),
          "The training step is measured, not trained toward a model: the file is named a benchmark, or the step's function "
          "times it (a clock and torch.cuda.synchronize or CUDA events beside the backward).")
-register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL),
-         "A Dataset class of the file; in_memory: its __getitem__ only indexes what the object holds (no I/O, no transform).")
+register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL, on_gpu=BOOL),
+         "A Dataset class of the file; in_memory: its __getitem__ only indexes what the object holds (no I/O, no transform); "
+         "on_gpu: its __getitem__ moves what it returns to the GPU (.cuda(), .to(device)).")
 register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
          "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
 register("script", "code", _obj(("via",), via=STR, main_lines={"type": "array", "items": {"type": "array", "items": INT}}),

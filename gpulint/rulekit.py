@@ -58,8 +58,11 @@ def on_gpu(wl: Workload) -> bool:
     if c is not None and c.device == CPU:
         return False
     cpu = wl.code_facts("cpu_only")
-    if cpu and (not wl.code_facts("uses_gpu") or any(f.value.get("declared") for f in cpu)):
-        return False  # declared CPU resources win over code that would use a GPU if it had one
+    weak = all(f.value.get("auto") or f.value.get("probe") for f in wl.code_facts("uses_gpu"))
+    if cpu and (weak or any(f.value.get("declared") for f in cpu)):
+        # declared CPU resources win over code that would use a GPU if it had one; code that picks the CPU wins over
+        # a framework that takes a GPU only when there is one (accelerate, HF Trainer) and over a probe
+        return False
     if wl.code_facts("uses_gpu"):
         return True
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):

@@ -23,26 +23,29 @@ def _large_model(wl: Workload) -> bool:
 
 def _loaders(wl: Workload):
     """The DataLoaders that feed training steps: validation/test/prediction loaders (by the name they
-    are bound to or built in), loaders only looked into (``next(iter(loader))``), loaders in branches
-    that never run (``if False:``, the CPU branch of a CUDA check) are not."""
+    are bound to or built in), loaders only looked into (``next(iter(loader))``) or read only by loops without
+    autograd (caching latents once under ``torch.no_grad()``), loaders in branches that never run (``if False:``,
+    the CPU branch of a CUDA check) are not."""
     for f in wl.code_facts("dataloader"):
         attrs = f.attrs or {}
-        if attrs.get("purpose") in ("eval", "inspect") or set(attrs.get("guards") or ()) & OFF_GPU_HOST or attrs.get("gpu_collate"):
+        if attrs.get("purpose") in ("eval", "inspect", "no_grad") or set(attrs.get("guards") or ()) & OFF_GPU_HOST or attrs.get("gpu_collate"):
             continue  # (gpu_collate) batches built on the GPU by the collate function: no workers, no pinning
-        if attrs.get("in_memory") is True or attrs.get("pretokenized") or _in_memory_class(wl, attrs.get("in_memory")):
+        if attrs.get("in_memory") is True or attrs.get("pretokenized") or _dataset_class(wl, attrs.get("in_memory"), "in_memory"):
             continue  # a TensorDataset, or rows of token ids batched by a collator: workers have nothing to do
+        if _dataset_class(wl, attrs.get("in_memory"), "on_gpu"):
+            continue  # its items are CUDA tensors already: workers cannot make them and pin_memory refuses them
         if f.value.get("via") == "hf_trainer" or (_large_model(wl) and not wl.code_facts("decodes_media")):
             continue  # tokenised text for a large model: collation is negligible next to the step
         yield f, {k: resolve_cli(v, wl) if isinstance(v, dict) else v for k, v in f.value.items()}
 
 
-def _in_memory_class(wl: Workload, ref) -> bool:
-    """``class:Name``: the loader's dataset is a class of the workload's code whose items index memory."""
+def _dataset_class(wl: Workload, ref, key: str) -> bool:
+    """``class:Name``: the loader's dataset is a class of the workload's code, and each class of that name has `key`."""
     if not isinstance(ref, str) or not ref.startswith("class:"):
         return False
     name = ref[len("class:"):]
     found = [f for f in wl.code_facts("dataset_class") if f.value.get("name") == name]
-    return bool(found) and all(f.value.get("in_memory") for f in found)
+    return bool(found) and all(f.value.get(key) for f in found)
 
 
 class DataloaderSingleProcess(Rule):

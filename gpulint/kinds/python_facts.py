@@ -29,6 +29,8 @@ ML_WORDS = (
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
             "torch.amp.autocast_mode.autocast"}
+#: TransformerEngine's FP8 contexts (``te.autocast`` is the newer name of ``te.fp8_autocast``)
+TE_AUTOCAST = ("transformer_engine.pytorch.fp8_autocast", "transformer_engine.pytorch.autocast")
 GRAD_SCALER = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
                "torch.amp.grad_scaler.GradScaler"}
 HF_ARGS = {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArguments", "trl.SFTConfig", "trl.DPOConfig",
@@ -127,7 +129,7 @@ class _Facts:
         self.out: list[Fact] = []
         self.getitem_classes: list[tuple[ast.ClassDef, bool]] | None = None  # see _getitem_classes
         self._reads: dict[str, list[ast.AST]] | None = None  # see reads
-        self.peeked: set[int] | None = None  # see _only_peeked
+        self.peeked: dict[int, str] | None = None  # see _read_without_training
 
     def reads(self, name: str) -> list[ast.AST]:
         """The nodes that read `name` in the file: ``x`` (a Name loaded), or ``.attr`` for any attribute ``o.attr``
@@ -580,7 +582,9 @@ def _training(f: _Facts) -> None:
         if any(x.attr == "backward" for x in ix.calls):
             f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize", **_owner(ix, c))
     trains = next((x for x in f.out if x.kind == "trains"), None)
-    if trains is not None and not any(x.kind == "benchmark" for x in f.out):
+    # the budget or docstring of a demo lives in the script that runs, also where its training step is a library's
+    # (``for _ in range(NUM_STEPS): engine.train_step()``, the backward inside the installed package)
+    if (trains is not None or _runs_as_script(ix)) and not any(x.kind == "benchmark" for x in f.out):
         _demo(f)
     # GPU use: explicit device strings, .cuda(), or frameworks that take the GPU when one exists
     # a device only where a CUDA check found one (``"cuda" if torch.cuda.is_available() else "cpu"``, ``if
@@ -628,6 +632,11 @@ def _training(f: _Facts) -> None:
                 f.add("uses_gpu", {"via": "lightning", "auto": acc not in ("gpu", "cuda")}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
+    # Intel's extension tuning the model for Xeon beside CPU autocast: the script trains on the CPU (IPEX on an Intel
+    # GPU moves the model to "xpu", which is GPU evidence of its own)
+    ipex = next(iter(ix.calls_to("intel_extension_for_pytorch.optimize")), None)
+    if ipex is not None and any(_cpu_autocast(f, c) for c in ix.calls_to(*AUTOCAST)):
+        f.add("cpu_only", {"via": "intel_extension_for_pytorch.optimize with CPU autocast"}, ipex.node, ipex.qualname)
     # a notebook whose kernel runs on a CPU instance (SageMaker Studio records it in the metadata): what the
     # cells train in the kernel trains on that CPU; jobs the cells submit are other workloads
     kernel = getattr(f.src, "kernel_instance", None)
@@ -740,6 +749,11 @@ def _dtype(v: Any) -> Any:
     return v
 
 
+def _cpu_autocast(f: _Facts, c: Call) -> bool:
+    """``torch.cpu.amp.autocast()`` or ``torch.autocast("cpu")`` / ``device_type="cpu"``."""
+    return c.qualname == "torch.cpu.amp.autocast" or (c.qualname != "torch.cuda.amp.autocast" and f.val(c, "device_type", 0) == "cpu")
+
+
 def _precision(f: _Facts) -> None:
     ix = f.ix
     for c in ix.calls_to(*AUTOCAST):
@@ -768,6 +782,12 @@ def _precision(f: _Facts) -> None:
             enabled = None  # a choice that includes fp32: undecided
         f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else _norm(_dtype(dtype)),
                             "enabled": _norm(enabled) if not isinstance(enabled, OneOf) else None},
+              c.node, c.qualname, in_with=c.in_with, scope=c.scope)
+    for c in ix.calls_to(*TE_AUTOCAST):
+        # NVIDIA TransformerEngine runs its layers in FP8 inside this context (``enabled`` defaults to True)
+        enabled = _norm(f.val(c, "enabled", 0)) if f.present(c, "enabled") or c.positional(0) is not None else True
+        f.add("precision", {"mechanism": "transformer_engine", "dtype": "fp8",
+                            "enabled": None if isinstance(enabled, OneOf) else enabled},
               c.node, c.qualname, in_with=c.in_with, scope=c.scope)
     for c in ix.calls_to("functools.partial"):
         # ``self.autocast_ctx = partial(torch.cuda.amp.autocast, enabled=True, dtype=torch.float16)``, entered later
@@ -1144,31 +1164,79 @@ def _dataloaders(f: _Facts) -> None:
         pin = f.val(c, "pin_memory") if pin_set else (None if star else False)
         f.add("dataloader", {"num_workers": _norm(nw), "pin_memory": _norm(pin), "num_workers_set": nw_set or star,
                              "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
-              purpose="inspect" if _only_peeked(f, c) else _loader_purpose(c), guards=list(c.guards),
+              purpose=_read_without_training(f, c) or _loader_purpose(c), guards=list(c.guards),
               in_memory=_in_memory_dataset(f, c),
               pretokenized=_pretokenized(f, c), **({"gpu_collate": True} if _collates_on_gpu(f, c) else {}))
 
 
-def _only_peeked(f: _Facts, c: Call) -> bool:
-    """The loader is only looked into: every read of its name is ``next(iter(loader))`` or a loop that breaks after
-    its first batch (a notebook printing one batch's shapes before a Trainer, which builds a loader of its own,
-    trains)."""
+def _read_without_training(f: _Facts, c: Call) -> str | None:
+    """What the loader is read for where no read of its name feeds a training step: "inspect" when every read is
+    ``next(iter(loader))`` or a loop that breaks after its first batch (a notebook printing one batch's shapes
+    before a Trainer, which builds a loader of its own, trains); "no_grad" when every read is a loop that runs
+    without autograd and steps nothing (``for batch in tqdm(cache_loader): with torch.no_grad(): ...``, caching
+    latents or features once). None otherwise."""
     name = c.assigned_to
     tree = f.src.syntax
     if not name or "." in name or tree is None:
-        return False
-    if f.peeked is None:  # the names only looked into, once per file
-        peeked = {id(n.args[0].args[0]) for n in ast.walk(tree)
+        return None
+    if f.peeked is None:  # the reads of loader names that are only looks or gradient-free loops, once per file
+        peeked = {id(n.args[0].args[0]): "inspect" for n in ast.walk(tree)
                   if n.__class__ is ast.Call and dotted(n.func) == "next" and n.args and n.args[0].__class__ is ast.Call
                   and dotted(n.args[0].func) == "iter" and n.args[0].args and n.args[0].args[0].__class__ is ast.Name}
-        # ``for batch in loader: print(batch.shape); break``: a loop that ends at its first batch, with no step in it
-        for n in ast.walk(tree):
-            if n.__class__ is ast.For and n.iter.__class__ is ast.Name and n.body and n.body[-1].__class__ is ast.Break and \
-                    not any(x.__class__ is ast.Attribute and x.attr in ("backward", "step") for x in ast.walk(n)):
-                peeked.add(id(n.iter))
+        for loop, no_grad in _loops(tree):
+            if any(x.__class__ is ast.Attribute and x.attr in ("backward", "step") for x in ast.walk(loop)):
+                continue
+            looped = _looped_name(loop.iter)
+            if looped is None:
+                continue
+            if loop.iter.__class__ is ast.Name and loop.body and loop.body[-1].__class__ is ast.Break:
+                peeked[id(looped)] = "inspect"  # ``for batch in loader: print(batch.shape); break``
+            elif no_grad or (len(loop.body) == 1 and _no_grad_with(loop.body[0])):
+                peeked[id(looped)] = "no_grad"
         f.peeked = peeked
     reads = f.reads(name)
-    return bool(reads) and all(id(n) in f.peeked for n in reads)
+    kinds = {f.peeked.get(id(n)) for n in reads}
+    return kinds.pop() if reads and len(kinds) == 1 and None not in kinds else None
+
+
+def _looped_name(node: ast.expr) -> ast.Name | None:
+    """The name a loop iterates: ``loader``, or inside ``tqdm(loader, ...)`` / ``enumerate(tqdm(loader))``."""
+    for _ in range(3):
+        if node.__class__ is ast.Name:
+            return node
+        if node.__class__ is ast.Call and node.args and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("tqdm", "enumerate", "iter"):
+            node = node.args[0]
+            continue
+        return None
+    return None
+
+
+_NO_GRAD = ("no_grad", "inference_mode")
+
+
+def _no_grad_with(stmt: ast.stmt) -> bool:
+    """``with torch.no_grad():`` / ``with torch.inference_mode():``."""
+    return stmt.__class__ is ast.With and any(
+        i.context_expr.__class__ is ast.Call and (dotted(i.context_expr.func) or "").rsplit(".", 1)[-1] in _NO_GRAD
+        for i in stmt.items)
+
+
+def _loops(tree: ast.AST) -> list[tuple[ast.For, bool]]:
+    """Every ``for`` loop of the tree, with whether it runs without autograd: inside a ``with torch.no_grad():`` or
+    in a function decorated ``@torch.no_grad()`` / ``@torch.inference_mode()``."""
+    out: list[tuple[ast.For, bool]] = []
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, no_grad = stack.pop()
+        if node.__class__ is ast.For:
+            out.append((node, no_grad))
+        if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+            no_grad = any((dotted(d.func if d.__class__ is ast.Call else d) or "").rsplit(".", 1)[-1] in _NO_GRAD
+                          for d in node.decorator_list)
+        elif node.__class__ is ast.With and _no_grad_with(node):
+            no_grad = True
+        stack.extend((child, no_grad) for child in ast.iter_child_nodes(node))
+    return out
 
 
 def _collates_on_gpu(f: _Facts, c: Call) -> bool:
@@ -1184,8 +1252,37 @@ def _collates_on_gpu(f: _Facts, c: Call) -> bool:
         node = node.args[0] if node.args else None
     name = dotted(node) if node is not None else None
     fn = f.ix.top_functions.get(name or "")
-    return fn is not None and any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in ("to", "cuda")
-                                  for n in ast.walk(fn))
+    return fn is not None and _moves_to_device(fn)
+
+
+def _moves_to_device(fn: ast.AST) -> bool:
+    """``fn`` copies tensors to an accelerator: ``.cuda()``, or ``.to(...)`` with a device (``.to(device)``,
+    ``.to("cuda")``, ``.to(device=...)``); ``.to(memory_format=...)`` and ``.to(torch.float16)`` or ``.to(dtype=...)``
+    only change the layout or dtype, in host memory."""
+    for n in ast.walk(fn):
+        if n.__class__ is not ast.Call or n.func.__class__ is not ast.Attribute:
+            continue
+        if n.func.attr == "cuda":
+            return True
+        if n.func.attr != "to":
+            continue
+        if any(k.arg == "device" for k in n.keywords):
+            return True
+        first = n.args[0] if n.args else None
+        if first is None:
+            continue
+        word = (dotted(first) or "").rsplit(".", 1)[-1].lower()
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            if first.value.split(":")[0] in ("cuda", "xpu", "mps"):
+                return True
+        elif word and not (word in _DTYPE_WORDS or word.endswith("dtype") or word.endswith("_format")):
+            return True  # .to(device), .to(self.device), .to(x.device), .to(rank)
+    return False
+
+
+#: names of dtypes, as ``torch.<name>`` or a variable of that name: ``.to(torch.bfloat16)`` moves nothing
+_DTYPE_WORDS = frozenset({"float16", "bfloat16", "float32", "float64", "half", "float", "double", "int8", "uint8", "int32",
+                          "int64", "long", "bool", "float8_e4m3fn", "float8_e5m2"})
 
 
 #: names of loaders that never run a training step: evaluation, and generation (a loader of prompts
@@ -1289,7 +1386,10 @@ def _dataset_classes(f: _Facts) -> None:
     """Dataset classes whose ``__getitem__`` only indexes what ``__init__`` holds (``return self.x[i],
     self.y[i]``): a TensorDataset in all but name."""
     for node, in_memory in _getitem_classes(f):
-        f.add("dataset_class", {"name": node.name, "in_memory": in_memory}, node, node.name)
+        get = next(s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__")
+        # a dataset that hands out CUDA tensors: workers cannot touch CUDA and pinning refuses CUDA tensors
+        on_gpu = {"on_gpu": True} if _moves_to_device(get) else {}
+        f.add("dataset_class", {"name": node.name, "in_memory": in_memory, **on_gpu}, node, node.name)
 
 
 #: calls a __getitem__ may make and still only index memory (conversions, no I/O, no transforms)
