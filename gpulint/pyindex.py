@@ -778,6 +778,9 @@ def elements(node: ast.AST | None) -> list[ast.expr] | None:
 
 
 _CPU_WORDS = re.compile(r"""(==\s*["']cpu["']|["']cpu["']\s*(==|in\b)|\bno_cuda\b|\buse_cpu\b|\bcpu_only\b|\bon_cpu\b)""")
+#: a test that the device is not the CPU (``device != "cpu"``, ``device not in ["cpu"]``): the body is the GPU's branch
+_NOT_CPU = re.compile(r"""(!=\s*["']cpu["']|["']cpu["']\s*!=|\bnot\s+in\s*[\[\(]\s*["']cpu["'])""")
+_IN_CPU = re.compile(r"""\bin\s*[\[\(]\s*["']cpu["']""")
 _GPU_WORDS = re.compile(r"""(cuda\.is_available\(\)|cuda\.device_count\(\)|["']cuda["']\s*(==|in\b)|==\s*["']cuda["']|\buse_cuda\b|\bis_cuda\b|\.is_cuda\b|\buse_gpu\b|accelerator\.is_available\(\))""")
 _MULTI = re.compile(r"""(device_count\(\)|\bn_gpus?\b|\bnum_gpus\b|\bworld_size\b|\bngpus?\b)\s*(>\s*1|>=\s*2)""")
 _DEBUG = re.compile(r"""\b(debug|DEBUG|verbose|VERBOSE|is_debug|debug_mode|dry_run)\b""")
@@ -816,7 +819,9 @@ def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:
         body, other = ("other_os", None) if "!=" not in text and " not in " not in text else (None, "other_os")
     elif _MULTI.search(text):
         body, other = "multi_gpu", None
-    elif _CPU_WORDS.search(text):
+    elif _NOT_CPU.search(text):
+        body, other = "gpu", "cpu"
+    elif _CPU_WORDS.search(text) or _IN_CPU.search(text):
         body, other = "cpu", "gpu"
     elif _GPU_WORDS.search(text):
         body, other = "gpu", "cpu"

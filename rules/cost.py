@@ -362,7 +362,9 @@ class ServingOnSpotWithoutFallback(Rule):
         ``spot``, a spot-only node pool, a GKE spot node selector, a spot toleration, SkyPilot
         ``use_spot``) and that show no on-demand alternative (SkyPilot ``any_of`` with an on-demand
         choice, SkyServe ``dynamic_ondemand_fallback``/``base_ondemand_fallback_replicas``), it
-        fires. Workloads named for development or tests are left alone.
+        fires. Workloads named for development or tests are left alone. A bare Deployment or
+        StatefulSet of one replica that no autoscaler of its file scales (a HorizontalPodAutoscaler or
+        KEDA ScaledObject naming it) is a single pod, not evidently a production endpoint: info.
     Why it costs money:
         When spot capacity is reclaimed, every replica can go at once: the endpoint is down until
         spot returns, and a cold start of a large model takes minutes.
@@ -384,10 +386,10 @@ class ServingOnSpotWithoutFallback(Rule):
     since = "0.2.0"
     roles = ("inference",)
     VALID = [Example({"k8s/chat.yaml": _VLLM.replace("p4d.24xlarge", "g5.2xlarge")}, title="on-demand serving")]
-    INVALID = [Example({"k8s/chat.yaml": _VLLM.replace("p4d.24xlarge", "g5.2xlarge").replace(
+    INVALID = [Example({"k8s/chat.yaml": _VLLM.replace("p4d.24xlarge", "g5.2xlarge").replace("replicas: 1", "replicas: 2").replace(
         "        node.kubernetes.io/instance-type: g5.2xlarge\n",
         "        node.kubernetes.io/instance-type: g5.2xlarge\n        karpenter.sh/capacity-type: spot\n")},
-        expect=[Expect("k8s/chat.yaml", 15, ("spot", "fallback"))], title="pinned to spot nodes")]
+        expect=[Expect("k8s/chat.yaml", 15, ("spot", "fallback"))], title="two replicas pinned to spot nodes")]
 
     def check_workload(self, wl, ctx):
         c = compute_of(wl)
@@ -395,13 +397,18 @@ class ServingOnSpotWithoutFallback(Rule):
             return
         if any(w in wl.name.lower() for w in _DEV_WORDS):
             return
+        # a bare Deployment of one replica that nothing scales is a single pod, not evidently a production endpoint
+        # (a tutorial's deliberate saving); a SkyServe service, a managed endpoint or an autoscaled set is one
+        single = c.source == "kubernetes" and str(c.resource or "").startswith(("Deployment/", "StatefulSet/")) and \
+            (c.nodes or 1) <= 1 and not (c.first("compute.min_nodes") and (c.first("compute.min_nodes").attrs or {}).get("autoscaler"))
         how = ("In the SkyServe service, set replica_policy.dynamic_ondemand_fallback: true (or base_ondemand_fallback_replicas: 1), "
                "or list an on-demand alternative in resources.any_of." if c.source == "skypilot" else
                "Allow both capacity types so the scheduler falls back (Karpenter karpenter.sh/capacity-type In [spot, on-demand]), "
                "or keep a small on-demand floor and put the burst on spot.")
         yield self.finding(c.capacity_loc or c.loc,
-                           f"serving workload {wl.name} runs only on spot capacity ({c.instance_name or c.id}) with no on-demand fallback",
-                           symbol=f"{wl.name}:spot", workload=wl.name, guidance=how,
+                           f"serving workload {wl.name} runs only on spot capacity ({c.instance_name or c.id}) with no on-demand fallback"
+                           + (" (one replica and no autoscaler: not evidently a production endpoint)" if single else ""),
+                           symbol=f"{wl.name}:spot", workload=wl.name, guidance=how, severity=Severity.INFO if single else None,
                            cost=CostImpact(None, "No hourly figure: the cost is downtime when spot capacity is reclaimed.", "high"))
 
 

@@ -275,3 +275,177 @@ def test_a_few_step_budget_in_the_script_makes_a_demo_where_the_library_steps(st
              "examples/run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 train_demo.py\n"}
     got = findings(files, "AMP001")
     assert [f.severity.value for f in got] == [severity], [(f.severity.value, f.message) for f in got]
+
+
+# -- a CUDA copy under "device is not the CPU" runs on the CPU as well; CartPole is a toy ---------------
+DQN = """\
+import gym
+import torch
+from torch import nn
+import lightning as L
+
+
+class DQN(nn.Module):
+    def __init__(self, obs_size, n_actions, hidden_size=128):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(obs_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, n_actions))
+
+    def forward(self, x):
+        return self.net(x.float())
+
+
+class Agent:
+    def get_action(self, net, state, device):
+        state = torch.tensor([state])
+        if GUARD:
+            state = state.cuda(device)
+        return net(state).argmax()
+
+
+class DQNLightning(L.LightningModule):
+    def __init__(self, env="ENV"):
+        super().__init__()
+        self.env = gym.make(env)
+        self.net = DQN(self.env.observation_space.shape[0], self.env.action_space.n)
+
+    def training_step(self, batch, idx):
+        return self.net(batch[0]).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.net.parameters())
+
+
+trainer = L.Trainer(accelerator="auto", devices=1, max_epochs=150)
+trainer.fit(DQNLightning())
+"""
+
+
+@pytest.mark.parametrize("guard, env, severity", [
+    ('device not in ["cpu"]', "CartPole-v0", "info"),
+    ('device not in ["cpu"]', "ALE/Breakout-v5", "info"),  # the GPU only where there is one: no strong evidence
+    ('device != "cpu"', "Humanoid-v4", "info"),
+    ("True", "CartPole-v0", "info"),  # a toy environment, whatever the device
+    ("True", "Humanoid-v4", "warning"),
+])
+def test_a_cuda_copy_guarded_by_a_not_cpu_test_is_a_probe_and_classic_control_is_a_toy(guard, env, severity):
+    (f,) = findings({"dqn.py": DQN.replace("GUARD", guard).replace("ENV", env)}, "AMP001")
+    assert f.severity.value == severity, f.message
+
+
+# -- one spot replica that nothing scales is not evidently a production endpoint --------------------
+TGI = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+spec:
+  replicas: REPLICAS
+  selector:
+    matchLabels: {app: llm}
+  template:
+    metadata:
+      labels: {app: llm}
+    spec:
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+        cloud.google.com/gke-spot: "true"
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:2.0
+          args: ["--model-id", "mistralai/Mistral-7B-Instruct-v0.2"]
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+HPA = """\
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: llm
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: TARGET
+  minReplicas: 1
+  maxReplicas: 4
+"""
+
+
+@pytest.mark.parametrize("replicas, hpa, severity", [
+    ("1", "", "info"),
+    ("2", "", "warning"),
+    ("1", HPA.replace("TARGET", "llm"), "warning"),
+    ("1", HPA.replace("TARGET", "other"), "info"),  # an autoscaler of something else
+])
+def test_one_spot_replica_that_nothing_scales_is_info_and_an_autoscaled_or_replicated_endpoint_a_warning(replicas, hpa, severity):
+    (f,) = findings({"k8s/tgi.yaml": TGI.replace("REPLICAS", replicas) + hpa}, "COST004")
+    assert f.severity.value == severity, f.message
+    assert ("not evidently a production endpoint" in f.message) == (severity == "info")
+
+
+def test_an_autoscalers_floor_is_the_always_on_replicas_of_the_workload_it_scales():
+    result = scan_files({"k8s/tgi.yaml": TGI.replace("REPLICAS", "3") + HPA.replace("TARGET", "llm")})
+    (c,) = [c for c in result.computes if c["id"].endswith("Deployment/llm")]
+    assert (c["nodes"], c["min_nodes"]) == (3, 1)
+
+
+# -- a manifest kept as an envsubst template is read like the manifest it becomes ---------------------
+MPIJOB = """\
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: imagenet
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: launcher
+              image: ${REGISTRY}/imagenet:latest
+              command: ["mpirun", "-np", "2", "python", "/app/imagenet.py", "--arch=resnet18", "DATA"]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: worker
+              image: ${REGISTRY}/imagenet:latest
+              resources:
+                limits:
+                  nvidia.com/gpu: 1
+"""
+IMAGENET = """\
+import torch
+import torchvision
+from torchvision import datasets
+
+
+def main(data):
+    model = torchvision.models.resnet18().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(datasets.ImageFolder(data), batch_size=256, num_workers=8, pin_memory=True)
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[-1])
+"""
+
+
+@pytest.mark.parametrize("name", ["job.yaml-template", "job.yaml.template", "job.yaml.tpl", "job.yml.tmpl"])
+@pytest.mark.parametrize("data, severity", [("/workspace/data/tiny-imagenet-200", "info"), ("/fsx/imagenet", "warning")])
+def test_a_manifest_template_launches_and_its_toy_data_path_makes_a_tutorial_sized_run(name, data, severity):
+    files = {"app/imagenet.py": IMAGENET, f"app/{name}": MPIJOB.replace("DATA", data)}
+    result = scan_files(files)
+    (wl,) = [w for w in result.workloads if w["entrypoint"] == "app/imagenet.py"]
+    assert [l["path"] for l in wl["launchers"]] == [f"app/{name}"]
+    (f,) = [f for f in result.findings if f.code == "AMP001"]
+    assert f.severity.value == severity, f.message

@@ -22,7 +22,10 @@ def gpulint_file_kinds():
     return [
         FileKind("python", ("*.py", "*.pyw"), parse_python, shebang=("python",)),
         FileKind("notebook", ("*.ipynb",), parse_notebook),
-        FileKind("yaml", ("*.yaml", "*.yml"), parse_yaml),
+        # manifests kept as templates for envsubst or sed (``job.yaml-template``, ``pod.yaml.tpl``) are YAML whose
+        # ``${VAR}`` placeholders are plain strings: read like the manifests they become
+        FileKind("yaml", ("*.yaml", "*.yml", "*.yaml-template", "*.yml-template", "*.yaml.template", "*.yml.template",
+                          "*.yaml.tmpl", "*.yml.tmpl", "*.yaml.tpl", "*.yml.tpl"), parse_yaml),
         FileKind("json", ("*.json",), parse_json, comment=()),
         FileKind("toml", ("*.toml",), parse_toml),
         FileKind("terraform", ("*.tf", "*.tfvars"), parse_text("terraform"), comment=("#", "//")),

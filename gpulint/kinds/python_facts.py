@@ -683,6 +683,9 @@ TOY_DATASETS = {"mnist", "fashionmnist", "fashion_mnist", "kmnist", "emnist", "q
                 # Lightning's demo corpus, the Planetoid citation graphs (a few thousand nodes), HF tutorial sets of a few
                 # hundred to a thousand rows (beans: 1k leaf images; RAFT: 50 training rows per task)
                 "wikitext2", "cora", "citeseer", "pubmed", "beans", "ought/raft"}
+#: Gymnasium's classic-control and toy-text environments (the ids without their version)
+TOY_ENVIRONMENTS = {"cartpole", "mountaincar", "mountaincarcontinuous", "acrobot", "pendulum", "frozenlake", "taxi",
+                    "cliffwalking", "blackjack", "lunarlander", "lunarlandercontinuous"}
 
 
 def _datasets(f: _Facts) -> None:
@@ -701,9 +704,37 @@ def _datasets(f: _Facts) -> None:
         elif q in ("datasets.load_dataset", "tensorflow_datasets.load"):
             v = f.val(c, "path" if q.startswith("datasets") else "name", 0)
             name = v if isinstance(v, str) else None
+        elif q in ("gym.make", "gymnasium.make"):
+            # a classic-control environment (CartPole: 4 floats a state) trains a policy of a few thousand weights,
+            # bound by stepping the simulator, not by GPU math
+            v = f.val(c, "id", 0)
+            arg = f.kwarg(c, "id") or c.positional(0)
+            if v is UNKNOWN and arg.__class__ is ast.Name:
+                v = _parameter_default(f.src.syntax, c.node, arg.id)  # ``def __init__(self, env="CartPole-v0")``
+            env = v.split("/")[-1].split("-v")[0].lower() if isinstance(v, str) else ""
+            if env in TOY_ENVIRONMENTS:
+                f.add("dataset", {"name": v, "toy": True}, c.node, q)
+                return
         if name and name.lower().replace("-", "_") in TOY_DATASETS | {d.replace("-", "_") for d in TOY_DATASETS}:
             f.add("dataset", {"name": name, "toy": True}, c.node, q)
             return
+
+
+def _parameter_default(tree: ast.AST | None, node: ast.AST, name: str) -> Any:
+    """The literal default of parameter `name` of the innermost function around `node`, else UNKNOWN: what the
+    call uses when nothing passes the parameter (method scopes are not told apart by the index)."""
+    best = None
+    for fn in ast.walk(tree) if tree is not None else ():
+        if fn.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and fn.lineno <= node.lineno <= (fn.end_lineno or 0):
+            if best is None or fn.lineno > best.lineno:
+                best = fn
+    if best is None:
+        return UNKNOWN
+    a = best.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    return literal(defaults[name]) if name in defaults else UNKNOWN
 
 
 # -- serving -----------------------------------------------------------------------------

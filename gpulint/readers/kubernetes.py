@@ -267,7 +267,33 @@ def read_kubernetes(docs: list[Doc], path: str) -> list[Fact]:
                     facts += _read_object(doc, ("items", i), path, used)
         else:
             facts += _read_object(doc, (), path, used)
-    return facts
+    return facts + _autoscalers(docs, path, used)
+
+
+#: objects that scale a Deployment's replicas between bounds: the HPA, and KEDA's ScaledObject
+_AUTOSCALERS = {"HorizontalPodAutoscaler": ("minReplicas", "maxReplicas", 1),
+                "ScaledObject": ("minReplicaCount", "maxReplicaCount", 0)}
+
+
+def _autoscalers(docs: list[Doc], path: str, used: set) -> list[Fact]:
+    """The floor an autoscaler of the same file keeps under a workload it targets (``scaleTargetRef``), as that
+    workload's ``compute.min_nodes`` with the autoscaler and its ceiling in attrs."""
+    out: list[Fact] = []
+    for doc in docs:
+        if not looks_like_kubernetes(doc) or doc.data.get("kind") not in _AUTOSCALERS:
+            continue
+        low, high, default = _AUTOSCALERS[doc.data["kind"]]
+        ref = as_dict(doc.get(("spec", "scaleTargetRef")))
+        target = f"{ref.get('kind') or 'Deployment'}/{ref.get('name')}"
+        if target not in used:
+            continue  # its target lives in another file: which workload it scales is not decided here
+        spec = as_dict(doc.get(("spec",)))
+        floor = as_int(spec.get(low, default))
+        at = ("spec", low) if low in spec else ("spec",)
+        sink = FactSink(doc, path)
+        out.append(sink.add("compute.min_nodes", floor, at, target,
+                            attrs={"autoscaler": doc.data["kind"], "max": as_int(spec.get(high))}))
+    return out
 
 
 def _name(doc: Doc, base: tuple) -> str:
