@@ -449,3 +449,42 @@ def test_a_manifest_template_launches_and_its_toy_data_path_makes_a_tutorial_siz
     assert [l["path"] for l in wl["launchers"]] == [f"app/{name}"]
     (f,) = [f for f in result.findings if f.code == "AMP001"]
     assert f.severity.value == severity, f.message
+
+
+# -- a Keras functional model is counted from its layers -------------------------------------------------
+KERAS_FUNCTIONAL = """\
+import tensorflow as tf
+
+vocab = 20000
+width = 32
+maxlen = 400
+
+
+def get_model():
+    embed = tf.keras.layers.Embedding(vocab, width)
+    inputs = tf.keras.Input(shape=(maxlen,), dtype="int32")
+    x = embed(inputs)
+    x = tf.keras.layers.Conv1D(64, 3, padding="valid", activation="relu")(x)
+    x = tf.keras.layers.MaxPooling1D()(x)
+    x = tf.keras.layers.GlobalMaxPooling1D()(x)
+    x = tf.keras.layers.Dense(HIDDEN, activation="relu")(x)
+    x = tf.keras.layers.Dropout(0.2)(x)
+    outputs = tf.keras.layers.Dense(1, activation="sigmoid")(x)
+    return tf.keras.Model(inputs, outputs)
+
+
+model = get_model()
+model.compile(optimizer="adam", loss="binary_crossentropy")
+model.fit(x_train, y_train, epochs=2)
+"""
+
+
+def test_a_keras_functional_model_is_counted_from_its_layers():
+    (wl,) = scan_files({"train.py": KERAS_FUNCTIONAL.replace("HIDDEN", "128")}).workloads
+    # Embedding 20000*32, Conv1D 3*32*64+64, Dense 64*128+128, Dense 128+1
+    assert wl["resolved"]["model"]["params"] == 20000 * 32 + 3 * 32 * 64 + 64 + 64 * 128 + 128 + 129
+
+
+def test_a_functional_model_with_a_layer_it_cannot_size_is_not_counted():
+    (wl,) = scan_files({"train.py": KERAS_FUNCTIONAL.replace("HIDDEN", "units")}).workloads
+    assert wl["resolved"].get("model") is None

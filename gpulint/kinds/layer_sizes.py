@@ -41,6 +41,8 @@ TORCH_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Modu
 _SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 _KERAS_SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential", "tensorflow.keras.Sequential",
                                "tensorflow.keras.models.Sequential"})
+#: the functional API's model: ``Model(inputs, outputs)`` over layers called on tensors
+_KERAS_MODEL = frozenset({"keras.Model", "keras.models.Model", "tensorflow.keras.Model", "tensorflow.keras.models.Model"})
 
 
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network)$", re.I)
@@ -75,6 +77,8 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
     for c in ix.calls:
         if c.qualname in _KERAS_SEQUENTIAL:
             out.append((c.node, "Sequential", None if opaque else counter.guard(lambda: counter.keras_sequential(c.node, c.scope))))
+        elif c.qualname in _KERAS_MODEL and (c.node.args or c.node.keywords):
+            out.append((c.node, "Model", None if opaque else counter.guard(lambda: counter.keras_functional(c, c.scope))))
         elif c.qualname == "torch.nn.Sequential" and not c.scope and c.assigned_to:
             out.append((c.node, c.assigned_to, None if opaque else counter.guard(lambda: counter.torch_call(c.node, c.scope))))
         elif c.assigned_to and _MODEL_NAME.search(c.assigned_to.rsplit(".", 1)[-1]):
@@ -230,6 +234,54 @@ class _Counter:
         return total
 
 
+    def keras_functional(self, model, scope: str) -> int:
+        """A functional model: the statements of its scope that call a Keras layer on a tensor
+        (``x = layers.Dense(64)(x)``), followed from ``Input(shape=...)`` to the model's outputs. One input and one
+        chain; a layer applied to a list (``Concatenate()([a, b])``) or anything not understood is not counted."""
+        body = self.ix.bodies.get(scope)
+        if not body:
+            raise _Unknown
+        shapes: dict[str, tuple | None] = {}
+        built: dict[str, ast.Call] = {}  # ``embedding = layers.Embedding(...)``, applied later as ``embedding(x)``
+        total = 0
+        for stmt in _flat(body):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.Call)):
+                continue
+            target, call = stmt.targets[0].id, stmt.value
+            layer_call = call.func if isinstance(call.func, ast.Call) else \
+                built.pop(call.func.id, None) if isinstance(call.func, ast.Name) else None
+            if layer_call is not None:  # Layer(...)(tensor), or a layer built before and applied now (once)
+                fed = call.args[0] if len(call.args) == 1 else None
+                q = self.qualify(layer_call)
+                if not q.startswith(("keras.", "tensorflow.keras.")):
+                    continue
+                if not isinstance(fed, ast.Name) or fed.id not in shapes:
+                    raise _Unknown
+                params, shapes[target] = _keras_layer(q.rsplit(".", 1)[-1], _Args(layer_call, lambda n: self.value(n, scope)),
+                                                      shapes[fed.id])
+                total += params
+                continue
+            q = self.qualify(call)
+            if q.rsplit(".", 1)[-1] == "Input" and q.startswith(("keras.", "tensorflow.keras.")):
+                shapes[target] = _shape(_Args(call, lambda n: self.value(n, scope)).get(0, "shape"))
+            elif q.startswith(("keras.layers.", "tensorflow.keras.layers.")):
+                built[target] = call
+        outputs = next((k.value for k in model.node.keywords if k.arg == "outputs"), None) or \
+            (model.node.args[1] if len(model.node.args) > 1 else None)
+        if not isinstance(outputs, ast.Name) or outputs.id not in shapes or total == 0:
+            raise _Unknown
+        return total
+
+
+def _flat(body: list) -> list:
+    """The statements of a body in order, with those of ``with`` blocks (a ``strategy.scope()``) inlined."""
+    out = []
+    for stmt in body:
+        out += _flat(stmt.body) if isinstance(stmt, ast.With) else [stmt]
+    return out
+
+
 def _on_self(stmt) -> bool:
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     return any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" for t in targets)
@@ -251,6 +303,11 @@ class _Args:
             if default is UNKNOWN:
                 raise _Unknown
             return default
+        if isinstance(node, (ast.Tuple, ast.List)):  # ``shape=(maxlen,)``: each element followed on its own
+            items = [self.value(e) for e in node.elts]
+            if any(v is UNKNOWN or isinstance(v, (OneOf, dict)) for v in items):
+                raise _Unknown
+            return tuple(items)
         v = self.value(node)
         if v is UNKNOWN or isinstance(v, (OneOf, dict)):
             raise _Unknown
@@ -388,6 +445,18 @@ def _keras_layer(layer: str, a: _Args, shape: tuple | None) -> tuple[int, tuple 
         use_bias = 1 if a.get(None, "use_bias", True) else 0
         params = kh * kw * shape[2] * filters + filters * use_bias
         return params, (_spatial(shape[0], kh, sh, same), _spatial(shape[1], kw, sw, same), filters)
+    if layer == "Conv1D" and len(shape) == 2:
+        filters, k = a.int(0, "filters"), _pair(a.get(1, "kernel_size"))[0]
+        st = _pair(a.get(None, "strides", 1))[0]
+        same = str(a.get(None, "padding", "valid")).lower() == "same"
+        use_bias = 1 if a.get(None, "use_bias", True) else 0
+        return k * shape[1] * filters + filters * use_bias, (_spatial(shape[0], k, st, same), filters)
+    if layer in ("MaxPooling1D", "AveragePooling1D", "MaxPool1D", "AvgPool1D") and len(shape) == 2:
+        p = _pair(a.get(0, "pool_size", 2))[0]
+        strides = a.get(1, "strides", None)
+        st = _pair(strides)[0] if strides is not None else p
+        same = str(a.get(None, "padding", "valid")).lower() == "same"
+        return 0, (_spatial(shape[0], p, st, same), shape[1])
     if layer in ("MaxPooling2D", "AveragePooling2D", "MaxPool2D", "AvgPool2D") and len(shape) == 3:
         ph, pw = _pair(a.get(0, "pool_size", 2))
         strides = a.get(1, "strides", None)
