@@ -97,7 +97,7 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
-         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, accelerate, keras, deepspeed ...; "
+         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, keras, deepspeed ...; "
          "attrs.function / attrs.cls: the function and class the training call sits in.")
 register("trainer_class", "code", _obj(("name", "base"), name=STR, base=STR),
          "A class of the file that subclasses a framework trainer (directly or through classes of the file): it trains as base does.")
@@ -111,6 +111,9 @@ register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL),
          "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
          "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "
          "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\").")
+register("other_accelerator", "code", _obj(("via", "device"), via=STR, device=STR),
+         "The code runs on an accelerator that is not a CUDA GPU: device xla (torch_xla: TPU, AWS Trainium/Inferentia via "
+         "torch-neuronx) or hpu (Intel Gaudi, habana_frameworks); GPU rules stay silent unless the code also uses CUDA itself.")
 register("cpu_only", "code", _obj(("via",), via=STR, declared=BOOL),
          "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\"); declared: it submits itself with resources "
          "that hold no GPU (Kubeflow CustomTrainer resources_per_node), or a notebook whose kernel runs on a CPU instance "

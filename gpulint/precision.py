@@ -147,6 +147,8 @@ def precision_view(wl: Workload) -> PrecisionView:
             if any(x.value.get("mechanism") == "hf_args_file" for x in wl.of("precision")):
                 continue  # a JSON/YAML argument file decides instead of flags
             enabled, dtype = _hf_flags(enabled, wl)
+        elif mech == "lightning" and v.get("fabric") and not wl.launchers:
+            enabled = None  # Fabric() with nothing in the repository that starts it: ``fabric run --precision`` may set it
         elif enabled == "by_dtype":
             # the dtype a flag names decides it: --dtype bfloat16 is on, --dtype float32 off
             chosen = _dtype_word(resolve_cli(dtype, wl) if is_cli(dtype) else dtype)

@@ -22,6 +22,7 @@ Qualified names:
 from __future__ import annotations
 
 import ast
+import operator
 import re
 
 from dataclasses import dataclass, field
@@ -393,8 +394,14 @@ class _Indexer:
             ast.AugAssign: self.visit_AugAssign,
         }
 
+        #: names the module binds exactly once, to a literal, that no function rebinds as ``global`` (for _folded;
+        #: worked out on first use)
+        self.module_constants: dict[str, ast.Constant] | None = None
+        self.module: ast.Module | None = None
+
     # -- the walk ----------------------------------------------------------------------
     def walk(self, module: ast.Module) -> None:
+        self.module = module
         """Pre-order, children in field order (as libcst's walk was), iterative: the
         nesting the pre-checks allow (max-nesting) never meets Python's recursion limit."""
         self.ix.bodies[""] = module.body
@@ -456,10 +463,50 @@ class _Indexer:
                 if node.body and "!=" not in test_text:
                     self.ix.main_blocks.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
         body_guard, else_guard = guard_of(node.test, self._with_bindings(node.test, test_text))
+        folded = self._folded(node.test)
+        if folded is not None:
+            # ``num_gpus = 1`` ... ``if num_gpus > 1:``: a test of constants the file binds decides the branch
+            body_guard, else_guard = (None, "dead") if folded else ("dead", None)
         for guard, stmts, side in ((else_guard, node.orelse, False), (body_guard, node.body, True)):  # pushed in reverse
             if stmts:
                 self._push_branch(push, guard, stmts, (node.test, side))
         push(node.test)
+
+    def _folded(self, test: ast.expr) -> bool | None:
+        """The value of a comparison of a name the file last bound to a literal with a literal (``num_gpus > 1``
+        after ``num_gpus = 1``), and of ``and``/``or``/``not`` of such; None when anything in it is not such."""
+        cls = test.__class__
+        if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
+            inner = self._folded(test.operand)
+            return None if inner is None else not inner
+        if cls is ast.BoolOp:
+            parts = [self._folded(v) for v in test.values]
+            if test.op.__class__ is ast.And:
+                return False if False in parts else None if None in parts else True
+            return True if True in parts else None if None in parts else False
+        if cls is not ast.Compare or len(test.ops) != 1 or test.left.__class__ is not ast.Name:
+            return None
+        right = test.comparators[0]
+        if right.__class__ is not ast.Constant:
+            return None
+        scope = self.scope[-1] if self.scope else ""
+        name = test.left.id
+        if (name, scope) in self.last_bound:
+            bound = self.last_bound[(name, scope)]  # bound in this scope before the test
+        elif scope and name not in self.ix.params.get(scope, ()):
+            if self.module_constants is None:
+                self.module_constants = _module_constants(self.module) if self.module is not None else {}
+            bound = self.module_constants.get(name)  # a module constant read in a function
+        else:
+            return None
+        if bound.__class__ is not ast.Constant or type(bound.value) not in (int, float, bool, str):
+            return None
+        a, b = bound.value, right.value
+        op = _FOLD_OPS.get(test.ops[0].__class__)
+        try:
+            return bool(op(a, b)) if op is not None else None
+        except TypeError:
+            return None
 
     def _with_bindings(self, test: ast.expr, text: str) -> str:
         """The test's text with what its names were last bound to before it (one level): ``all_gpus =
@@ -792,6 +839,31 @@ _OTHER_OS = re.compile(r"(sys\.platform|os\.name|platform\.system\(\))\s*(==|!=|
 
 #: which part's branch an ``a and b`` body is in when its parts' branches differ: the one that runs least
 _AND_PRIORITY = ("dead", "other_os", "cpu", "multi_gpu", "debug", "gpu")
+
+
+def _module_constants(module: ast.Module) -> dict[str, ast.Constant]:
+    """Names bound once in the whole module, at its top level, to a literal, and never declared ``global``."""
+    counts: dict[str, int] = {}
+    literal_of: dict[str, ast.Constant] = {}
+    declared: set[str] = set()
+    for node in ast.walk(module):
+        if node.__class__ is ast.Global:
+            declared.update(node.names)
+        elif node.__class__ in (ast.Assign, ast.AnnAssign, ast.AugAssign):
+            targets = node.targets if node.__class__ is ast.Assign else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if n.__class__ is ast.Name:
+                        counts[n.id] = counts.get(n.id, 0) + 1
+    for stmt in module.body:
+        if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name \
+                and stmt.value.__class__ is ast.Constant:
+            literal_of[stmt.targets[0].id] = stmt.value
+    return {n: v for n, v in literal_of.items() if counts.get(n) == 1 and n not in declared}
+
+
+_FOLD_OPS = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Eq: operator.eq,
+             ast.NotEq: operator.ne}
 
 
 def guard_of(test: ast.expr, text: str) -> tuple[str | None, str | None]:

@@ -46,7 +46,7 @@ GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run",
 def training_fact(wl: Workload) -> Fact | None:
     """The fact that shows the workload trains (loop, trainer.train(), fit ...)."""
     facts = wl.code_facts("trains")
-    order = {"hf_trainer": 0, "lightning": 1, "accelerate": 2, "deepspeed": 3, "megatron": 3, "keras": 4, "tensorflow": 5, "loop": 6}
+    order = {"hf_trainer": 0, "lightning": 1, "accelerate": 2, "fabric": 2, "deepspeed": 3, "megatron": 3, "keras": 4, "tensorflow": 5, "loop": 6}
     return sorted(facts, key=lambda f: (order.get(f.value.get("via"), 9), f.loc))[0] if facts else None
 
 
@@ -59,6 +59,8 @@ def on_gpu(wl: Workload) -> bool:
         return False
     cpu = wl.code_facts("cpu_only")
     weak = all(f.value.get("auto") or f.value.get("probe") for f in wl.code_facts("uses_gpu"))
+    if wl.code_facts("other_accelerator") and weak and not (c is not None and c.device == GPU):
+        return False  # an XLA device (TPU, Trainium) or a Gaudi HPU: torchrun starts one process per NeuronCore too
     if cpu and (weak or any(f.value.get("declared") for f in cpu)):
         # declared CPU resources win over code that would use a GPU if it had one; code that picks the CPU wins over
         # a framework that takes a GPU only when there is one (accelerate, HF Trainer) and over a probe

@@ -278,7 +278,7 @@ _DATA_FLAG = re.compile(r"data|annotation|question|answer|caption|vocab|token|la
                         r"meta_path|json_path|jsonl|corpus|manifest|prompt", re.I)
 
 
-def _resolve_config(path: str | None, near: str, repo: Repo) -> str | None:
+def _resolve_config(path: str | None, near: str, repo: Repo, entry: str | None = None) -> str | None:
     if not isinstance(path, str) or "$" in path or _PLACEHOLDER_PATH.search(path):
         return None
     path = _strip_container(path)
@@ -286,7 +286,13 @@ def _resolve_config(path: str | None, near: str, repo: Repo) -> str | None:
         if c in repo.kinds:
             return c
     tail = "/".join(path.split("/")[-2:])
-    matches = [p for p in repo.kinds if p.endswith(tail) and repo.kinds[p] in ("json", "yaml")]
+    matches = [p for p in repo.kinds if (p == tail or p.endswith("/" + tail)) and repo.kinds[p] in ("json", "yaml")]
+    if "/" not in path:
+        # a bare name (``--deepspeed ds_config.json``) is a file of the folder the job runs in: beside the launcher or
+        # the script it starts (a SageMaker source_dir), or one folder up; not a namesake anywhere (a launcher that
+        # writes its own config would link to a test's copy)
+        homes = {d for f in (near, entry) if f for d in (posixpath.dirname(f), posixpath.dirname(posixpath.dirname(f)))}
+        matches = [p for p in matches if posixpath.dirname(p) in homes]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -586,7 +592,7 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
                 if flag and _DATA_FLAG.search(flag.lstrip("-")):
                     continue  # --train_file data/train.json, --meta_path shell/data/mix.json: data the script reads
                 if value.endswith((".json", ".yaml", ".yml")) and not value.startswith("-"):
-                    _attach_config(wl, _resolve_config(value, f.loc.path, repo), repo, f"launcher: {f.loc.short()} passes it")
+                    _attach_config(wl, _resolve_config(value, f.loc.path, repo, wl.entrypoint), repo, f"launcher: {f.loc.short()} passes it")
     # 2. the configuration's workloads table
     for row in table or []:
         entry = row.get("entrypoint")
@@ -708,7 +714,7 @@ def _attach_launcher(wl: Workload, use: _Use, repo: Repo, computes: dict[str, Co
     for key in ("config_file", "deepspeed_config"):
         cfg = fact.value.get(key)
         if cfg:
-            _attach_config(wl, _resolve_config(cfg, use.path, repo), repo, f"launcher: {fact.loc.short()} passes {key} {cfg}")
+            _attach_config(wl, _resolve_config(cfg, use.path, repo, wl.entrypoint), repo, f"launcher: {fact.loc.short()} passes {key} {cfg}")
 
 
 def _template_ids(c: Compute, computes: dict[str, Compute]) -> list[str]:

@@ -313,7 +313,8 @@ def _left_at_default(defaults, wl: Workload) -> str:
                 return f"the launcher passes {words} ({passed[0][0].loc.short()}) to the HF arguments parsed at {f.loc.short()}"
             return f"no --bf16/--fp16 reaches the HF arguments parsed at {f.loc.short()} (default fp32)"
         if mech == "lightning":
-            return f"the Trainer's precision is not set (default \"32-true\") at {f.loc.short()}"
+            return (f"{'Fabric' if f.value.get('fabric') else 'the Trainer'}'s precision is not set (default \"32-true\") "
+                    f"at {f.loc.short()}")
     return "no mixed precision found"
 
 
@@ -335,7 +336,8 @@ def _amp_cost(wl: Workload):
 
 
 def _what(trains) -> str:
-    return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "accelerate": "accelerate training",
+    return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "fabric": "Lightning Fabric training",
+            "accelerate": "accelerate training",
             "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop"}.get(trains.value.get("via"), "Training loop")
 
 

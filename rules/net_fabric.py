@@ -468,7 +468,7 @@ run: |
 
 
 # -- NET004 -----------------------------------------------------------------------------------
-_DP_VIA = ("hf_trainer", "lightning", "accelerate", "deepspeed", "sft_trainer")
+_DP_VIA = ("hf_trainer", "lightning", "fabric", "accelerate", "deepspeed", "sft_trainer")
 
 
 def _grad_bytes(wl: Workload) -> tuple[float, str]:

@@ -488,3 +488,162 @@ def test_a_keras_functional_model_is_counted_from_its_layers():
 def test_a_functional_model_with_a_layer_it_cannot_size_is_not_counted():
     (wl,) = scan_files({"train.py": KERAS_FUNCTIONAL.replace("HIDDEN", "units")}).workloads
     assert wl["resolved"].get("model") is None
+
+
+# -- round 12: Trainium (torch_xla) and Gaudi (hpu) are not CUDA GPUs -----------------------------------
+XLA_TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+from torchvision.datasets import ImageFolder
+import torchvision
+DEVICE_IMPORT
+
+model = torchvision.models.resnet50()
+device = DEVICE
+model.to(device)
+opt = torch.optim.AdamW(model.parameters())
+loader = DataLoader(ImageFolder("data/train"), batch_size=32)
+for x, y in loader:
+    loss = torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("imports, device, gpu", [
+    ("import torch_xla.core.xla_model as xm", "xm.xla_device()", False),
+    ("import torch_xla", "torch_xla.device()", False),
+    ("import habana_frameworks.torch.core as htcore", 'torch.device("hpu")', False),
+    ("", 'torch.device("cuda")', True),
+])
+def test_an_xla_or_hpu_device_is_no_gpu_even_under_torchrun(imports, device, gpu):
+    files = {"train.py": XLA_TRAIN.replace("DEVICE_IMPORT", imports).replace("DEVICE", device),
+             "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 32 train.py\n"}
+    got = [f.code for f in findings(files) if f.code.startswith(("AMP", "IO"))]
+    assert bool(got) == gpu, got
+
+
+def test_an_autocast_whose_arguments_are_a_splat_is_undecided_not_fp16():
+    src = ("import torch\n\n\ndef replay(fn, kwargs, *args):\n    with torch.autocast(**kwargs):\n        return fn(*args)\n\n\n"
+           "model = torch.nn.Linear(4096, 4096).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+           "for x in batches:\n    loss = replay(model, ctx, x.cuda()).sum()\n    loss.backward()\n    opt.step()\n")
+    assert findings({"train.py": src}, "AMP00") == []
+
+
+# -- a test of constants the file binds decides its branch ------------------------------------------------
+DP = """\
+import torch
+from torch import nn
+import torchvision
+
+num_gpus = GPUS
+REBIND
+
+
+def main(PARAM):
+    model = torchvision.models.resnet50().cuda()
+    if torch.cuda.is_available() and num_gpus > 1:
+        model = nn.DataParallel(model, list(range(num_gpus)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in batches:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize("gpus, rebind, param, reported", [
+    ("1", "", "", False),  # num_gpus > 1 never holds
+    ("4", "", "", True),
+    ("1", "num_gpus = torch.cuda.device_count()", "", True),  # bound twice: not a constant
+    ("1", "", "num_gpus=8", True),  # the function's own parameter
+])
+def test_a_branch_on_a_module_constant_is_decided_by_its_value(gpus, rebind, param, reported):
+    src = DP.replace("GPUS", gpus).replace("REBIND", rebind).replace("PARAM", param)
+    assert bool(findings({"train.py": src}, "NET006")) == reported
+
+
+# -- a Lightning Trainer of a few steps is a demo --------------------------------------------------------
+BORING = """\
+import torch
+from lightning.pytorch import LightningModule, Trainer
+import torchvision
+
+
+class Model(LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torchvision.models.resnet50()
+
+    def training_step(self, batch, idx):
+        return self.net(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+trainer = Trainer(accelerator="gpu", devices=1, ARGS)
+trainer.fit(Model(), train_loader)
+"""
+
+
+@pytest.mark.parametrize("args, severity", [
+    ("fast_dev_run=True", "info"),
+    ("limit_train_batches=1, max_epochs=1", "info"),
+    ("max_steps=50", "info"),
+    ("limit_train_batches=1000, max_epochs=10", "warning"),
+    ("max_epochs=90", "warning"),
+])
+def test_a_lightning_trainer_of_a_few_steps_is_a_demo(args, severity):
+    (f,) = findings({"bug_report_model.py": BORING.replace("ARGS", args)}, "AMP001")
+    assert f.severity.value == severity, f.message
+
+
+# -- Fabric is named as Fabric, and takes its precision from `fabric run` ---------------------------------
+FABRIC = """\
+import torch
+import torchvision
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cuda", devices=1)
+model = torchvision.models.resnet50()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = fabric.setup(model, opt)
+for x in batches:
+    loss = model(x).sum()
+    fabric.backward(loss)
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("launch, fires", [("python train_fabric.py", True), ("", False)])
+def test_fabric_is_named_as_fabric_and_without_a_launcher_its_precision_is_undecided(launch, fires):
+    files = {"train_fabric.py": FABRIC}
+    if launch:
+        files["run.sh"] = f"#!/bin/bash\n{launch}\n"
+    got = findings(files, "AMP001")
+    assert bool(got) == fires
+    for f in got:
+        assert f.message.startswith("Lightning Fabric training") and "Fabric's precision is not set" in f.message, f.message
+
+
+# -- a quantization config that no load is given quantises nothing ----------------------------------------
+QLORA = """\
+import torch
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments
+
+bnb_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)
+model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.1-8B"LOAD)
+trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=ds)
+trainer.train()
+"""
+
+
+@pytest.mark.parametrize("load, fires", [(", quantization_config=bnb_config", False), ("", True)])
+def test_a_quantization_config_counts_only_where_a_model_load_is_given_it(load, fires):
+    files = {"finetune.py": QLORA.replace("LOAD", load), "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 1 finetune.py\n"}
+    assert bool(findings(files, "AMP001")) == fires

@@ -157,6 +157,25 @@ def test_pods_without_a_gpu_request_and_cpu_vms_are_cpu_targets():
     assert devices["launch_job.py#PyTorch@train"] == "cpu"
 
 
+def test_xla_and_hpu_devices_outrank_the_launchers_gpu_evidence():
+    doc = scan(FIXTURES / "wm-other-accelerators")
+    assert codes(doc) == []
+    wls = {w["name"]: w for w in doc["workloads"]}
+    devices = {name: [f["value"]["device"] for f in w["facts"] if f["kind"] == "other_accelerator"] for name, w in wls.items()}
+    assert devices == {"trainium/pretrain.py": ["xla"], "gaudi/finetune.py": ["hpu"]}
+    assert all(any(l["value"]["tool"] == "torchrun" for l in w["launchers"]) for w in wls.values())
+
+
+def test_the_gaudi_script_moved_to_cuda_is_judged(tmp_path):
+    repo = copy("wm-other-accelerators", tmp_path)
+    script = repo / "gaudi" / "finetune.py"
+    script.write_text(script.read_text().replace('torch.device("hpu")', 'torch.device("cuda")').replace(
+        'device_type="hpu"', 'device_type="cuda"').replace("import habana_frameworks.torch.core as htcore\n", "").replace(
+        "    htcore.mark_step()\n", ""))
+    got = {c for c, p, _ in codes(scan(repo)) if p == "gaudi/finetune.py"}
+    assert "IO001" in got and "AMP001" not in got  # bf16 autocast on CUDA is mixed precision
+
+
 # -- each job on its own compute -----------------------------------------------------------------------
 def test_two_estimators_are_two_workloads_each_on_its_instance():
     wls = workloads(FIXTURES / "wm-two-jobs")

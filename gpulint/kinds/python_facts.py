@@ -40,6 +40,7 @@ HF_ARGS = {"transformers.TrainingArguments", "transformers.Seq2SeqTrainingArgume
            "transformers.training_args.TrainingArguments"}
 HF_TRAINERS = {"transformers.Trainer", "transformers.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.GRPOTrainer",
                "trl.RewardTrainer", "trl.ORPOTrainer", "trl.KTOTrainer", "trl.PPOTrainer"}
+FABRICS = frozenset({"lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric"})
 LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer", "lightning.fabric.Fabric",
                       "lightning.Fabric", "lightning_fabric.Fabric",
                       # the same classes imported from their submodules (``from pytorch_lightning.trainer import Trainer``)
@@ -390,6 +391,11 @@ def _demo(f: _Facts) -> None:
         if (c.qualname or "") in HF_ARGS and isinstance(steps := f.val(c, "max_steps"), int) and 0 < steps <= DEMO_MAX_STEPS:
             f.add("benchmark", {"via": f"{steps}-step budget (max_steps={steps})"}, c.node, "max_steps")
             return
+        if (c.qualname or "") in LIGHTNING_TRAINERS:
+            budget = _lightning_budget(f, c)
+            if budget:
+                f.add("benchmark", {"via": budget}, c.node, "Trainer")
+                return
     for node in ast.walk(tree) if tree is not None else ():
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name and \
                 _BUDGET_NAME.match(node.targets[0].id) and node.value.__class__ is ast.Constant and \
@@ -398,6 +404,21 @@ def _demo(f: _Facts) -> None:
             if sum(1 for n in ast.walk(tree) if n.__class__ is ast.Name and n.id == name) > 1:  # the loop reads it
                 f.add("benchmark", {"via": f"{node.value.value}-step budget ({name} = {node.value.value})"}, node, name)
                 return
+
+
+def _lightning_budget(f: _Facts, c: Call) -> str | None:
+    """A Lightning Trainer that runs a few steps at most: ``fast_dev_run=True`` (one batch), ``max_steps`` or
+    ``limit_train_batches`` x ``max_epochs`` of DEMO_MAX_STEPS or fewer (a bug-report template, a smoke test)."""
+    fast = f.val(c, "fast_dev_run")
+    if fast is True or (type(fast) is int and fast > 0):
+        return f"fast_dev_run={fast}"
+    steps = f.val(c, "max_steps")
+    if type(steps) is int and 0 < steps <= DEMO_MAX_STEPS:
+        return f"{steps}-step budget (max_steps={steps})"
+    batches, epochs = f.val(c, "limit_train_batches"), f.val(c, "max_epochs")
+    if type(batches) is int and type(epochs) is int and 0 < batches * epochs <= DEMO_MAX_STEPS:
+        return f"{batches * epochs}-step budget (limit_train_batches={batches}, max_epochs={epochs})"
+    return None
 
 
 _LOADER_WORDS = re.compile(r"loader|data_iter|dataiter|batches|prefetcher", re.I)
@@ -564,8 +585,8 @@ def _training(f: _Facts) -> None:
             # whether that class is a framework trainer (its module's trainer_class facts)
             module, _, name = q.partition("(")[0].rpartition(".")
             f.add("trainer_call", {"module": module, "name": name, "method": c.attr}, c.node, q, **_owner(ix, c))
-        elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | {"lightning.fabric.Fabric", "lightning.Fabric"}:
-            f.add("trains", {"via": "accelerate"}, c.node, q, **_owner(ix, c))
+        elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | FABRICS:
+            f.add("trains", {"via": "fabric" if q[: -len("().backward")] in FABRICS else "accelerate"}, c.node, q, **_owner(ix, c))
         elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and (
                 not q or q.startswith(("transformers.TF", "tensorflow.", "keras.", "tf_keras."))):
             f.add("trains", {"via": "keras"}, c.node, "fit", **_owner(ix, c))
@@ -632,6 +653,10 @@ def _training(f: _Facts) -> None:
                 f.add("uses_gpu", {"via": "lightning", "auto": acc not in ("gpu", "cuda")}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
+    # an XLA device (TPU, Trainium and Inferentia through torch-neuronx) or Intel Gaudi's HPU: not a CUDA GPU
+    other = _other_accelerator(f)
+    if other is not None:
+        f.add("other_accelerator", {"via": other[1], "device": other[2]}, other[0].node, other[1])
     # Intel's extension tuning the model for Xeon beside CPU autocast: the script trains on the CPU (IPEX on an Intel
     # GPU moves the model to "xpu", which is GPU evidence of its own)
     ipex = next(iter(ix.calls_to("intel_extension_for_pytorch.optimize")), None)
@@ -780,6 +805,27 @@ def _dtype(v: Any) -> Any:
     return v
 
 
+#: calls that put a model on an accelerator that is not a CUDA GPU, by the device they give
+_OTHER_ACCELERATOR_CALLS = {"torch_xla.core.xla_model.xla_device": "xla", "torch_xla.device": "xla",
+                            "torch_xla.distributed.parallel_loader.MpDeviceLoader": "xla", "torch_neuronx.trace": "xla",
+                            "habana_frameworks.torch.core.mark_step": "hpu", "habana_frameworks.torch.hpu.is_available": "hpu"}
+
+
+def _other_accelerator(f: _Facts) -> tuple[Call, str, str] | None:
+    """(call, what, device) of the first sign the code runs on an XLA device or a Gaudi HPU: torch_xla's device or
+    loader, torch-neuronx, habana_frameworks, a ``"xla"``/``"hpu"`` device string or process-group backend."""
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        if q in _OTHER_ACCELERATOR_CALLS:
+            return c, q, _OTHER_ACCELERATOR_CALLS[q]
+        if q in ("torch.device", "torch.distributed.init_process_group") or c.attr == "to":
+            v = f.val(c, "backend" if q.endswith("init_process_group") else "type", 0)
+            word = v.split(":")[0].lower() if isinstance(v, str) else ""
+            if word in ("xla", "hpu", "hccl"):
+                return c, f"{q or '.to'}({v!r})", "hpu" if word in ("hpu", "hccl") else "xla"
+    return None
+
+
 def _cpu_autocast(f: _Facts, c: Call) -> bool:
     """``torch.cpu.amp.autocast()`` or ``torch.autocast("cpu")`` / ``device_type="cpu"``."""
     return c.qualname == "torch.cpu.amp.autocast" or (c.qualname != "torch.cuda.amp.autocast" and f.val(c, "device_type", 0) == "cpu")
@@ -789,6 +835,11 @@ def _precision(f: _Facts) -> None:
     ix = f.ix
     for c in ix.calls_to(*AUTOCAST):
         if c.qualname == "torch.cpu.amp.autocast":
+            continue
+        if f.opaque_kwargs(c) or any(a.__class__ is ast.Starred for a in c.node.args):
+            # ``torch.autocast(**ctx.autocast_kwargs)``: device, dtype and enabled are the caller's, unknown here
+            f.add("precision", {"mechanism": "autocast", "dtype": None, "enabled": None}, c.node, c.qualname,
+                  in_with=c.in_with, scope=c.scope)
             continue
         device = f.val(c, "device_type", 0)
         if c.qualname == "torch.cuda.amp.autocast":
@@ -879,7 +930,10 @@ def _precision(f: _Facts) -> None:
                 # a config: decided at run time
                 f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None}, c.node, "precision")
             else:
-                f.add("precision", {"mechanism": "lightning", "dtype": "fp32", "enabled": False, "default": True}, c.node, "precision")
+                # Fabric() takes --precision from ``fabric run`` (its launcher) through the environment: fp32 by default
+                fabric = {"fabric": True} if q.endswith("Fabric") else {}
+                f.add("precision", {"mechanism": "lightning", "dtype": "fp32", "enabled": False, "default": True, **fabric},
+                      c.node, "precision")
     for c in ix.calls_to(*FSDP_MP):
         dt = f.val(c, "param_dtype")
         f.add("precision", {"mechanism": "fsdp", "dtype": _norm(_dtype(dt)), "enabled": True if dt not in (UNKNOWN, "fp32") else _norm(dt != "fp32" if dt is not UNKNOWN else UNKNOWN)},
@@ -988,6 +1042,8 @@ def _precision(f: _Facts) -> None:
     for c in ix.calls:
         q = c.qualname or ""
         if q in QUANT_CONFIGS:
+            if c.assigned_to and not _read_again(f, c.assigned_to):
+                continue  # ``bnb_config = BitsAndBytesConfig(...)`` that no load is given: the model loads unquantised
             compute = f.val(c, "bnb_4bit_compute_dtype") if q.endswith("BitsAndBytesConfig") else UNKNOWN
             enabled, dtype = half_precision(compute)
             f.add("precision", {"mechanism": "quantized", "dtype": dtype if enabled is True else None,
@@ -1719,6 +1775,8 @@ def _models(f: _Facts) -> None:
     for c in f.ix.calls_to("peft.get_peft_model", "peft.LoraConfig", "peft.prepare_model_for_kbit_training"):
         f.add("peft", {"method": "lora", "via": c.qualname}, c.node, c.qualname)
     for c in f.ix.calls_to("transformers.BitsAndBytesConfig"):
+        if c.assigned_to and not _read_again(f, c.assigned_to):
+            continue  # a config no load is given
         bits = 4 if f.val(c, "load_in_4bit") is True else 8 if f.val(c, "load_in_8bit") is True else None
         f.add("quantized_load", {"bits": bits}, c.node, c.qualname)
     for c in f.ix.calls:
