@@ -98,7 +98,8 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
          "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, keras, deepspeed ...; "
-         "attrs.function / attrs.cls: the function and class the training call sits in.")
+         "attrs.function / attrs.cls: the function and class the training call sits in; attrs.reached_from: the functions and classes of "
+         "its module that lead to it, where no module-level code does (a script importing the module trains only by calling one).")
 register("trainer_class", "code", _obj(("name", "base"), name=STR, base=STR),
          "A class of the file that subclasses a framework trainer (directly or through classes of the file): it trains as base does.")
 register("trainer_call", "code", _obj(("module", "name", "method"), module=STR, name=STR, method=STR),

@@ -492,7 +492,10 @@ class _Indexer:
         scope = self.scope[-1] if self.scope else ""
         name = test.left.id
         if (name, scope) in self.last_bound:
-            bound = self.last_bound[(name, scope)]  # bound in this scope before the test
+            # bound in this scope before the test, once: ``n_gpu = device_count()`` / ``else: n_gpu = 1`` decide nothing
+            if (name, scope) in self.ix.mutated or sum(1 for a in self.ix.assigns if a.target == name and a.scope == scope) != 1:
+                return None
+            bound = self.last_bound[(name, scope)]
         elif scope and name not in self.ix.params.get(scope, ()):
             if self.module_constants is None:
                 self.module_constants = _module_constants(self.module) if self.module is not None else {}

@@ -348,7 +348,7 @@ def _invoked_training(path: str, facts: list[Fact], repo: Repo) -> str | None:
     """Why a script runs training it does not hold: it calls a function or class of a repository module
     whose training step sits in that function or class ("calls train_one_epoch, which trains at engine.py:41")."""
     for inv in (f for f in facts if f.kind == "invokes"):
-        target = _resolve_import(inv.value.get("module") or "", 0, path, repo)
+        target = _resolve_import(inv.value.get("module") or "", (inv.attrs or {}).get("relative", 0), path, repo)
         if target is None:
             continue
         name = inv.value.get("name")
@@ -467,6 +467,12 @@ def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workloa
         blocks = [] if p == entry else [b for f in facts if f.kind == "script" for b in f.value.get("main_lines") or ()]
         wl.facts += [f for f in facts if not f.target and f.kind != "import"
                      and not any(lo <= f.loc.line <= hi for lo, hi in blocks)]
+    # the training step of an imported module sits in a function or class that neither that module nor any code of
+    # the workload calls (a script importing ``evaluate`` from the module that also holds ``train``): not this
+    # workload's training
+    invoked = {f.value.get("name") for f in wl.facts if f.kind == "invokes"}
+    wl.facts = [f for f in wl.facts if not (f.kind == "trains" and f.loc.path != entry and "reached_from" in (f.attrs or {})
+                                           and not invoked & set(f.attrs["reached_from"]))]
     if len(code) > 1:
         wl.reasons.append(f"code: {entry} imports {', '.join(code[1:])}")
     return wl

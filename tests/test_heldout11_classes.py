@@ -567,6 +567,19 @@ def test_a_branch_on_a_module_constant_is_decided_by_its_value(gpus, rebind, par
     assert bool(findings({"train.py": src}, "NET006")) == reported
 
 
+@pytest.mark.parametrize("binding, reported", [
+    ("    n_gpu = 1\n", False),
+    ("    if torch.cuda.is_available():\n        n_gpu = torch.cuda.device_count()\n    else:\n        n_gpu = 1\n", True),
+])
+def test_a_local_bound_in_two_branches_is_not_a_constant(binding, reported):
+    src = ("import torch\nimport torchvision\n\n\ndef main():\n" + binding +
+           "    model = torchvision.models.resnet50().cuda()\n    if n_gpu > 1:\n        model = torch.nn.DataParallel(model)\n"
+           "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    for x in batches:\n"
+           "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = model(x.cuda()).sum()\n"
+           "        loss.backward()\n        opt.step()\n\n\nmain()\n")
+    assert bool(findings({"train.py": src}, "NET006")) == reported
+
+
 # -- a Lightning Trainer of a few steps is a demo --------------------------------------------------------
 BORING = """\
 import torch
@@ -647,3 +660,44 @@ trainer.train()
 def test_a_quantization_config_counts_only_where_a_model_load_is_given_it(load, fires):
     files = {"finetune.py": QLORA.replace("LOAD", load), "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 1 finetune.py\n"}
     assert bool(findings(files, "AMP001")) == fires
+
+
+# -- importing a module that trains in a function the workload never calls is not training ------------------
+ENGINE = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model.cuda()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def fit(self, loader):
+        for x in loader:
+            loss = self.model(x.cuda()).sum()
+            loss.backward()
+            self.opt.step()
+
+
+def train(model, loader):
+    Trainer(model).fit(loader)
+
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        return [model(x.cuda()) for x in loader]
+"""
+
+
+@pytest.mark.parametrize("script, role", [
+    ("from engine import evaluate\nimport torch\nprint(evaluate(torch.load('m.pt'), batches))\n", "batch"),
+    ("from engine import train\nimport torchvision\ntrain(torchvision.models.resnet50(), batches)\n", "training"),
+    ("import engine\nimport torchvision\nengine.train(torchvision.models.resnet50(), batches)\n", "training"),
+    ("from engine import Trainer\nimport torchvision\nTrainer(torchvision.models.resnet50()).fit(batches)\n", "training"),
+    ("from engine import Trainer\nimport torchvision\n\n\nclass Mine(Trainer):\n    pass\n\n\n"
+     "Mine(torchvision.models.resnet50()).fit(batches)\n", "training"),
+])
+def test_an_imported_modules_training_counts_only_where_the_workload_calls_it(script, role):
+    files = {"engine.py": ENGINE, "job.py": script, "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 job.py\n"}
+    (wl,) = [w for w in scan_files(files).workloads if w["entrypoint"] == "job.py"]
+    assert wl["resolved"]["role"] == role

@@ -466,7 +466,42 @@ def _owner(ix: PyIndex, c: Call) -> dict:
     line = c.node.lineno
     inside = [node for node, _ in ix.classes.values() if node.lineno <= line <= (node.end_lineno or node.lineno)]
     cls = max(inside, key=lambda n: n.lineno).name if inside else ""
-    return {"function": c.scope, "cls": cls}
+    # what of the module leads to that function or class (``main`` calling ``train`` building ``Trainer``): a script
+    # that imports the module runs this training only by calling one of them, unless module-level code does
+    names = {n for n in (c.scope, cls) if n}
+    if not names:
+        return {"function": c.scope, "cls": cls}
+    callers, on_import = _callers(ix, names)
+    return {"function": c.scope, "cls": cls, **({} if on_import else {"reached_from": sorted(callers)[:40]})}
+
+
+def _callers(ix: PyIndex, names: set[str]) -> tuple[set[str], bool]:
+    """The functions and classes of the module from which `names` are reached by its own calls (a class reaches its
+    methods), and whether code that runs on import (module level, outside ``__main__`` blocks) reaches them."""
+    graph = getattr(ix, "_call_graph", None)
+    if graph is None:
+        graph = {}
+        methods: dict[str, set[str]] = {}
+        for node, _ in ix.classes.values():
+            methods[node.name] = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for x in ix.calls:
+            callee = x.attr or (x.func or "").rsplit(".", 1)[-1]
+            if not callee:
+                continue
+            line = x.node.lineno
+            caller = x.scope or ("<main>" if any(lo <= line <= hi for lo, hi in ix.main_blocks) else "<module>")
+            graph.setdefault(callee, set()).add(caller)  # reversed: who calls `callee`
+        for cls, ms in methods.items():
+            for m in ms:
+                graph.setdefault(m, set()).add(cls)
+        ix._call_graph = graph
+    seen, todo = set(names), list(names)
+    while todo:
+        for caller in graph.get(todo.pop(), ()):
+            if caller not in seen:
+                seen.add(caller)
+                todo.append(caller)
+    return seen, "<module>" in seen
 
 
 def _invokes(f: _Facts) -> None:
@@ -483,6 +518,25 @@ def _invokes(f: _Facts) -> None:
         if module and name and not module.startswith(_NOT_LOCAL):
             seen.add(c.qualname)
             f.add("invokes", {"module": module, "name": name}, c.node, c.qualname)
+    # names imported relatively (``from .engine import Engine`` ... ``Engine()``): the index keeps no qualified name
+    relative = {(a.asname or a.name): (node.module or "", a.name, node.level) for node in ast.walk(f.src.syntax)
+                if node.__class__ is ast.ImportFrom and node.level for a in node.names} if f.src.syntax is not None else {}
+    for c in f.ix.calls if relative else ():
+        head = (c.func or "").split(".", 1)[0]
+        if head in relative and (c.func or "") not in seen:
+            module, name, level = relative[head]
+            seen.add(c.func or "")
+            parts = (c.func or "").split(".")
+            if len(parts) > 1:  # ``from . import engine`` ... ``engine.Engine()``: a name of that module
+                module, name = ".".join(p for p in (module, name, *parts[1:-1]) if p), parts[-1]
+            f.add("invokes", {"module": module, "name": name}, c.node, c.func, relative=level)
+    # a class of the file built on an imported one (``class MyTrainer(BaseTrainer)``) runs that class's methods
+    for node, bases in f.ix.classes.values():
+        for q in bases:
+            module, _, name = (q or "").rpartition(".")
+            if module and name and q not in seen and not module.startswith(_NOT_LOCAL):
+                seen.add(q)
+                f.add("invokes", {"module": module, "name": name}, node, q)
 
 
 #: imports that are never modules of the repository (the frameworks gpulint knows)
