@@ -148,9 +148,10 @@ register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
 register("model.name", "code", _t("string"),
          "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
          "cli_arg (the name is that flag's argparse default: the launchers' value decides).")
-register("model.layers", "code", _obj(("name",), name=STR, params=OPT_INT),
-         "A model the file builds out of framework layers (an nn.Module class, nn.Sequential, keras.Sequential) and its parameter "
-         "count from literal layer sizes; params null when a layer is not literal, or the file also loads a pretrained/registry model.")
+register("model.layers", "code", _obj(("name",), name=STR, params=OPT_INT, embedding_params=OPT_INT),
+         "A model the file builds out of framework layers (an nn.Module class, nn.Sequential, keras.Sequential or a functional "
+         "keras.Model) and its parameter count from literal layer sizes; params null when a layer is not literal, or the file also "
+         "loads a pretrained/registry model; embedding_params: how many of them are embedding tables (lookups, not matmuls).")
 register("model.config", "config", _t("object"), "Model dimensions from a config.json or a literal transformers *Config(...) call.")
 register("quantized_load", "code", _obj(bits=_t("integer", "null")), "A quantized load (BitsAndBytesConfig, load_in_4bit/8bit).")
 register("config_ref", "code", _obj(("path",), kind=STR, path=STR), "A configuration file named by code or another config ({kind: deepspeed, path}).")

@@ -201,10 +201,12 @@ class ModelInfo:
     dims: dict = field(default_factory=dict)
     load_in_4bit: bool = False
     load_in_8bit: bool = False
+    embedding_params: int = 0  # of params, in embedding tables (counted models only): lookups that keep no Tensor Core busy
 
     def to_json(self) -> dict:
         out = {"name": self.name, "params": self.params, "active_params": self.active_params, "evidence": self.evidence,
-               "dims": self.dims or None, "load_in_4bit": self.load_in_4bit or None, "load_in_8bit": self.load_in_8bit or None}
+               "dims": self.dims or None, "load_in_4bit": self.load_in_4bit or None, "load_in_8bit": self.load_in_8bit or None,
+               "embedding_params": self.embedding_params or None}
         return {k: v for k, v in out.items() if v is not None}
 
 

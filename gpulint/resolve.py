@@ -328,7 +328,8 @@ class Resolver:
             # every model the workload's code builds is framework layers of literal sizes: their sum bounds the model
             total = sum(f.value["params"] for f in counted)
             shown = ", ".join(sorted({f.value["name"] for f in counted})[:3])
-            return ModelInfo(params=total, evidence=f"counted from the literal layer sizes of {shown} ({counted[0].loc.short()})")
+            return ModelInfo(params=total, evidence=f"counted from the literal layer sizes of {shown} ({counted[0].loc.short()})",
+                             embedding_params=sum(f.value.get("embedding_params") or 0 for f in counted))
         served = _served_model(wl)
         if served is not None:
             name, launcher = served

@@ -69,7 +69,8 @@ def on_gpu(wl: Workload) -> bool:
         return True
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return True
-    return bool(c is not None and c.gpu_count)
+    # the compute counts GPUs, or asks for them without naming an instance (a pod's nvidia.com/gpu request)
+    return bool(c is not None and (c.gpu_count or c.device == GPU))
 
 
 #: code that only asks whether a GPU is there (``"cuda" if torch.cuda.is_available() else "cpu"``): it runs
@@ -137,11 +138,14 @@ def toy_workload(wl: Workload) -> str | None:
             break
     model = wl.resolution.model if wl.resolution is not None else None
     named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
-    if toys and (model.params < TOY_MODEL_PARAMS if model is not None else not named):
+    # embedding tables are looked up, not multiplied: the math of an IMDB CNN with a 6M-entry embedding is its 0.3M rest
+    math = model.params - model.embedding_params if model is not None else None
+    if toys and (math < TOY_MODEL_PARAMS if math is not None else not named):
         return toys[0]
-    if model is not None and model.params < SMALL_MODEL_PARAMS:
+    if math is not None and math < SMALL_MODEL_PARAMS:
         # whatever the data, a model this small keeps no GPU busy: the step is launch- and input-bound
-        return f"a {model.params / 1e6:.1f}M-parameter model, {model.evidence}"
+        tables = f" beside {model.embedding_params / 1e6:.1f}M of embedding tables" if model.embedding_params else ""
+        return f"a {math / 1e6:.1f}M-parameter model{tables}, {model.evidence}"
     return None
 
 

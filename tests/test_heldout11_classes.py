@@ -701,3 +701,17 @@ def test_an_imported_modules_training_counts_only_where_the_workload_calls_it(sc
     files = {"engine.py": ENGINE, "job.py": script, "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 8 job.py\n"}
     (wl,) = [w for w in scan_files(files).workloads if w["entrypoint"] == "job.py"]
     assert wl["resolved"]["role"] == role
+
+
+@pytest.mark.parametrize("vocab, hidden, tutorial", [("200000", "32", True), ("2000", "32", True), ("2000", "100000", False)])
+def test_embedding_tables_are_lookups_not_math_for_the_tutorial_size(vocab, hidden, tutorial):
+    """The tutorial-size line counts the layers that multiply: an IMDB CNN's 6.4M-entry embedding does not make it big,
+    a 6.5M-parameter dense head does."""
+    src = KERAS_FUNCTIONAL.replace("HIDDEN", hidden).replace("vocab = 20000", f"vocab = {vocab}")
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: imdb\nspec:\n  template:\n    spec:\n      containers:\n"
+           "        - name: train\n          image: tensorflow/tensorflow:2.15.0-gpu\n          command: [\"python\", \"train.py\"]\n"
+           "          resources:\n            limits:\n              nvidia.com/gpu: 1\n")
+    (f,) = findings({"train.py": src, "job.yaml": job}, "AMP001")
+    assert ("tutorial-sized" in f.message) == tutorial, f.message
+    if tutorial and vocab == "200000":
+        assert "6.4M of embedding tables" in f.message

@@ -52,11 +52,12 @@ class _Unknown(Exception):
     """A layer whose size is not a literal: the model's size is not counted."""
 
 
-def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST, str], Any]) -> list[tuple[ast.AST, str, int | None]]:
-    """``(node, name, params)`` for each model the file builds out of layers; ``params`` None when not countable.
+def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST, str], Any]) -> list[tuple[ast.AST, str, int | None, int]]:
+    """``(node, name, params, lookups)`` for each model the file builds out of layers; ``params`` None when not countable,
+    ``lookups`` the parameters of its embedding tables (0 when none or not countable).
 
     ``qualify`` gives a call's qualified name, ``value`` the evaluator's value of an expression in a scope."""
-    out: list[tuple[ast.AST, str, int | None]] = []
+    out: list[tuple[ast.AST, str, int | None, int]] = []
     # ``self.model = torch.jit.load(path).to(device).eval()``: the name a chain's innermost call ends up in
     bound = {id(_built(c.node)): c.assigned_to for c in ix.calls if c.assigned_to}
     # named by the call most like a model load (``from_pretrained``, a model class) rather than the first helper of
@@ -69,24 +70,25 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
         opaque = None  # the most model-like call is a tokenizer, a config or a helper: the file loads no model
     if opaque is not None:
         # a pretrained, registry or loaded model: whatever else the file builds, the model's size is not counted here
-        out.append((opaque.node, opaque.qualname or opaque.attr, None))
+        out.append((opaque.node, opaque.qualname or opaque.attr, None, 0))
     counter = _Counter(ix, qualify, value)
+    uncounted = (None, 0)
     for name, (node, bases) in ix.classes.items():
         if any(b in TORCH_MODULE_BASES for b in bases):
-            out.append((node, name, None if opaque else counter.torch_class(name)))
+            out.append((node, name, *(uncounted if opaque else counter.count(lambda: counter.torch_class(name)))))
     for c in ix.calls:
         if c.qualname in _KERAS_SEQUENTIAL:
-            out.append((c.node, "Sequential", None if opaque else counter.guard(lambda: counter.keras_sequential(c.node, c.scope))))
+            out.append((c.node, "Sequential", *(uncounted if opaque else counter.count(lambda: counter.keras_sequential(c.node, c.scope)))))
         elif c.qualname in _KERAS_MODEL and (c.node.args or c.node.keywords):
-            out.append((c.node, "Model", None if opaque else counter.guard(lambda: counter.keras_functional(c, c.scope))))
+            out.append((c.node, "Model", *(uncounted if opaque else counter.count(lambda: counter.keras_functional(c, c.scope)))))
         elif c.qualname == "torch.nn.Sequential" and not c.scope and c.assigned_to:
-            out.append((c.node, c.assigned_to, None if opaque else counter.guard(lambda: counter.torch_call(c.node, c.scope))))
+            out.append((c.node, c.assigned_to, *(uncounted if opaque else counter.count(lambda: counter.torch_call(c.node, c.scope)))))
         elif c.assigned_to and _MODEL_NAME.search(c.assigned_to.rsplit(".", 1)[-1]):
             # ``model = torch.nn.Linear(20, 1).cuda()``: the model is that one layer
             inner = _built(c.node)
             q = qualify(inner)
             if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in _TORCH_LAYERS:
-                out.append((inner, c.assigned_to, None if opaque else counter.guard(lambda: counter.torch_call(inner, c.scope))))
+                out.append((inner, c.assigned_to, *(uncounted if opaque else counter.count(lambda: counter.torch_call(inner, c.scope)))))
     return out
 
 
@@ -113,8 +115,16 @@ class _Counter:
         self.ix = ix
         self.qualify = qualify
         self.value = value
-        self.memo: dict[str, int | None] = {}
+        self.memo: dict[str, tuple[int | None, int]] = {}  # class -> (parameters, of which embedding tables)
         self.binding: dict[str, Any] = {}  # __init__ parameters -> the literals the file constructs the class with
+        #: parameters of embedding tables counted so far (lookups, not matmuls: they keep no Tensor Core busy)
+        self.lookups = 0
+
+    def count(self, fn: Callable[[], int]) -> tuple[int | None, int]:
+        """(parameters, of which embedding tables) of one model, or (None, 0) when it is not countable."""
+        self.lookups = 0
+        total = self.guard(fn)
+        return total, (self.lookups if total is not None else 0)
 
     @staticmethod
     def guard(fn: Callable[[], int]) -> int | None:
@@ -126,16 +136,21 @@ class _Counter:
     # -- torch ---------------------------------------------------------------------------------
     def torch_class(self, name: str, depth: int = 0) -> int | None:
         if name in self.memo:
-            return self.memo[name]
-        self.memo[name] = None  # a class that builds itself is not counted
+            total, lookups = self.memo[name]
+            self.lookups += lookups if total is not None else 0
+            return total
+        self.memo[name] = (None, 0)  # a class that builds itself is not counted
         node = self.ix.classes[name][0]
         init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         outer, self.binding = self.binding, self._constructed_with(name, init) if init is not None else {}
+        before = self.lookups
         try:
             total = self.guard(lambda: self._init_layers(init, depth)) if init is not None else None
         finally:
             self.binding = outer
-        self.memo[name] = total
+        if total is None:
+            self.lookups = before
+        self.memo[name] = (total, self.lookups - before)
         return total
 
     def _constructed_with(self, name: str, init: ast.FunctionDef) -> dict[str, Any]:
@@ -198,7 +213,10 @@ class _Counter:
             rule = _TORCH_LAYERS.get(layer)
             if rule is None:
                 raise _Unknown
-            return rule(_Args(call, lambda n: self._value(n, scope)))
+            params = rule(_Args(call, lambda n: self._value(n, scope)))
+            if layer in ("Embedding", "EmbeddingBag"):
+                self.lookups += params
+            return params
         name = dotted(call.func) or ""
         if name in self.ix.classes and not call.args and not call.keywords:
             params = self.torch_class(name, depth + 1)
@@ -231,6 +249,7 @@ class _Counter:
                 continue
             params, shape = _keras_layer(layer, a, shape)
             total += params
+            self.lookups += params if layer == "Embedding" else 0
         return total
 
 
@@ -258,9 +277,10 @@ class _Counter:
                     continue
                 if not isinstance(fed, ast.Name) or fed.id not in shapes:
                     raise _Unknown
-                params, shapes[target] = _keras_layer(q.rsplit(".", 1)[-1], _Args(layer_call, lambda n: self.value(n, scope)),
-                                                      shapes[fed.id])
+                layer = q.rsplit(".", 1)[-1]
+                params, shapes[target] = _keras_layer(layer, _Args(layer_call, lambda n: self.value(n, scope)), shapes[fed.id])
                 total += params
+                self.lookups += params if layer == "Embedding" else 0
                 continue
             q = self.qualify(call)
             if q.rsplit(".", 1)[-1] == "Input" and q.startswith(("keras.", "tensorflow.keras.")):

@@ -1824,8 +1824,8 @@ def _models(f: _Facts) -> None:
             if any(k in dims for k in ("hidden_size", "n_embd", "d_model")):
                 dims.setdefault("model_type", q.split(".")[-1][: -len("Config")].lower())
                 f.add("model.config", dims, c.node, q)
-    for node, name, params in count_models(f.ix, lambda n: _qualified(f, n), f.ev.value):
-        f.add("model.layers", {"name": name, "params": params}, node, name)
+    for node, name, params, lookups in count_models(f.ix, lambda n: _qualified(f, n), f.ev.value):
+        f.add("model.layers", {"name": name, "params": params, **({"embedding_params": lookups} if lookups else {})}, node, name)
     for c in f.ix.calls_to("peft.get_peft_model", "peft.LoraConfig", "peft.prepare_model_for_kbit_training"):
         f.add("peft", {"method": "lora", "via": c.qualname}, c.node, c.qualname)
     for c in f.ix.calls_to("transformers.BitsAndBytesConfig"):
