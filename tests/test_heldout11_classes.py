@@ -490,6 +490,19 @@ def test_a_functional_model_with_a_layer_it_cannot_size_is_not_counted():
     assert wl["resolved"].get("model") is None
 
 
+def test_an_uncountable_functional_model_leaves_a_counted_torch_model_of_the_notebook_its_size():
+    """A notebook with a Keras experiment beside a tiny PyTorch MLP: the Keras Model(...) this arithmetic cannot follow does
+    not make the MLP's workload one of unknown size (a wrong IO finding on a tabular MLP came back that way)."""
+    keras = KERAS_FUNCTIONAL.replace("HIDDEN", "units")
+    torch_part = ("import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n\n\nclass Tiny(nn.Module):\n"
+                  "    def __init__(self):\n        super().__init__()\n        self.net = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 1))\n\n"
+                  "    def forward(self, x):\n        return self.net(x)\n\n\nmodel = Tiny().to('cuda')\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                  "for x, y in DataLoader(rows, batch_size=8):\n    loss = (model(x.to('cuda')) - y.to('cuda')).pow(2).mean()\n"
+                  "    loss.backward()\n    opt.step()\n")
+    (wl,) = scan_files({"train.py": keras.replace("model.fit(x_train, y_train, epochs=2)\n", "") + "\n" + torch_part}).workloads
+    assert wl["resolved"]["model"]["params"] == 6 * 12 + 12 + 12 + 1
+
+
 # -- round 12: Trainium (torch_xla) and Gaudi (hpu) are not CUDA GPUs -----------------------------------
 XLA_TRAIN = """\
 import torch

@@ -79,8 +79,12 @@ def count_models(ix, qualify: Callable[[ast.AST], str], value: Callable[[ast.AST
     for c in ix.calls:
         if c.qualname in _KERAS_SEQUENTIAL:
             out.append((c.node, "Sequential", *(uncounted if opaque else counter.count(lambda: counter.keras_sequential(c.node, c.scope)))))
-        elif c.qualname in _KERAS_MODEL and (c.node.args or c.node.keywords):
-            out.append((c.node, "Model", *(uncounted if opaque else counter.count(lambda: counter.keras_functional(c, c.scope)))))
+        elif c.qualname in _KERAS_MODEL and (c.node.args or c.node.keywords) and not opaque:
+            # only where its layers are counted: Model(inputs, outputs) also wraps feature extractors and sub-graphs of a
+            # model built elsewhere, so one this arithmetic cannot follow says nothing of the workload's model size
+            params, lookups = counter.count(lambda: counter.keras_functional(c, c.scope))
+            if params is not None:
+                out.append((c.node, "Model", params, lookups))
         elif c.qualname == "torch.nn.Sequential" and not c.scope and c.assigned_to:
             out.append((c.node, c.assigned_to, *(uncounted if opaque else counter.count(lambda: counter.torch_call(c.node, c.scope)))))
         elif c.assigned_to and _MODEL_NAME.search(c.assigned_to.rsplit(".", 1)[-1]):
