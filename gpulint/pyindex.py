@@ -128,6 +128,8 @@ class PyIndex:
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified
     imported_modules: set[str] = field(default_factory=set)
     relative_imports: list[tuple[int, str]] = field(default_factory=list)  # (level, module)
+    #: local name -> (module, name, level) of each name a relative import binds (``from .engine import Engine``)
+    relative_names: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     assigns: list[Assign] = field(default_factory=list)
     cli: dict[str, CliArgument] = field(default_factory=dict)  # dest -> argument
@@ -386,6 +388,8 @@ class _Indexer:
         self.conditions: list[tuple[ast.expr, bool]] = []
         #: (name, scope) -> the value last assigned to it so far in the walk (source order), for _with_bindings
         self.last_bound: dict[tuple[str, str], Any] = {}
+        #: (name, scope) -> how many assignments bind it so far in the walk (for _folded)
+        self.bindings: dict[tuple[str, str], int] = {}
         self.handlers = {
             ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
             ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
@@ -493,7 +497,7 @@ class _Indexer:
         name = test.left.id
         if (name, scope) in self.last_bound:
             # bound in this scope before the test, once: ``n_gpu = device_count()`` / ``else: n_gpu = 1`` decide nothing
-            if (name, scope) in self.ix.mutated or sum(1 for a in self.ix.assigns if a.target == name and a.scope == scope) != 1:
+            if (name, scope) in self.ix.mutated or self.bindings.get((name, scope)) != 1:
                 return None
             bound = self.last_bound[(name, scope)]
         elif scope and name not in self.ix.params.get(scope, ()):
@@ -585,6 +589,7 @@ class _Indexer:
                 return
             for alias in node.names:
                 self.ix.relative_imports.append((level, f"{module}.{alias.name}" if module else alias.name))
+                self.ix.relative_names[alias.asname or alias.name] = (module, alias.name, level)
             return
         if module:
             self.ix.imported_modules.add(module)
@@ -673,6 +678,7 @@ class _Indexer:
                 if text:
                     self.ix.assigns.append(Assign(text, text, UNKNOWN_EXPR, scope, node))
                     self.last_bound[(text, scope)] = UNKNOWN_EXPR
+                    self.bindings[(text, scope)] = self.bindings.get((text, scope), 0) + 1
             return
         text = dotted(target)
         if not text:
@@ -680,6 +686,7 @@ class _Indexer:
         resolved = self.resolve(text) or text
         self.ix.assigns.append(Assign(text, resolved, value, scope, node))
         self.last_bound[(text, scope)] = value
+        self.bindings[(text, scope)] = self.bindings.get((text, scope), 0) + 1
         if value.__class__ is ast.Call:
             self.assign_target[id(value)] = text
             callee = dotted(value.func)

@@ -519,8 +519,7 @@ def _invokes(f: _Facts) -> None:
             seen.add(c.qualname)
             f.add("invokes", {"module": module, "name": name}, c.node, c.qualname)
     # names imported relatively (``from .engine import Engine`` ... ``Engine()``): the index keeps no qualified name
-    relative = {(a.asname or a.name): (node.module or "", a.name, node.level) for node in ast.walk(f.src.syntax)
-                if node.__class__ is ast.ImportFrom and node.level for a in node.names} if f.src.syntax is not None else {}
+    relative = f.ix.relative_names
     for c in f.ix.calls if relative else ():
         head = (c.func or "").split(".", 1)[0]
         if head in relative and (c.func or "") not in seen:
@@ -872,7 +871,8 @@ def _other_accelerator(f: _Facts) -> tuple[Call, str, str] | None:
         q = c.qualname or ""
         if q in _OTHER_ACCELERATOR_CALLS:
             return c, q, _OTHER_ACCELERATOR_CALLS[q]
-        if q in ("torch.device", "torch.distributed.init_process_group") or c.attr == "to":
+        literal_to = c.attr == "to" and c.node.args and c.node.args[0].__class__ is ast.Constant  # ``.to("hpu")``
+        if q in ("torch.device", "torch.distributed.init_process_group") or literal_to:
             v = f.val(c, "backend" if q.endswith("init_process_group") else "type", 0)
             word = v.split(":")[0].lower() if isinstance(v, str) else ""
             if word in ("xla", "hpu", "hccl"):
