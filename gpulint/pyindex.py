@@ -155,6 +155,7 @@ class PyIndex:
     _by_attr: dict[str, list[Call]] | None = field(default=None, repr=False)
     _by_func: dict[str, list[Call]] | None = field(default=None, repr=False)
     _by_node: dict[int, Call] | None = field(default=None, repr=False)
+    _assigns_by: tuple[int, dict[tuple[str, str], list[Assign]]] | None = field(default=None, repr=False)
 
     # -- questions ------------------------------------------------------------------
     def calls_to(self, *qualnames: str) -> Iterator[Call]:
@@ -201,9 +202,18 @@ class PyIndex:
             self._by_node = {id(c.node): c for c in self.calls}
         return self._by_node.get(id(node))
 
+    def assigns_of(self, name: str, scope: str) -> list[Assign]:
+        """The assignments of `name` in `scope`, in source order (indexed once the walk has recorded them all)."""
+        if self._assigns_by is None or self._assigns_by[0] != len(self.assigns):
+            by: dict[tuple[str, str], list[Assign]] = {}
+            for a in self.assigns:
+                by.setdefault((a.target, a.scope), []).append(a)
+            self._assigns_by = (len(self.assigns), by)
+        return self._assigns_by[1].get((name, scope), [])
+
     def rebinds(self, name: str, scope: str) -> bool:
         """Does the scope itself assign `name` anywhere (a parameter it may rebind on some path)?"""
-        return any(a.target == name and a.scope == scope for a in self.assigns)
+        return bool(self.assigns_of(name, scope))
 
     def imports_any(self, *prefixes: str) -> bool:
         return any(m == p or m.startswith(p + ".") for m in self.imported_modules for p in prefixes)
@@ -216,8 +226,7 @@ class PyIndex:
         that reaches the use when straight-line code decides it (``reaching``); None for a parameter of the
         scope that no straight-line assignment rebinds before the use (``if kw is None: kw = {}``: the
         caller decides). Without `use`, every assignment of the scope (else of the module)."""
-        assigns = [a for a in self.assigns if a.target == name and a.scope == scope] or \
-            [a for a in self.assigns if a.target == name and a.scope == ""]
+        assigns = list(self.assigns_of(name, scope) or self.assigns_of(name, ""))
         param = name in self.params.get(scope, ())
         if use is not None and (len(assigns) > 1 or param):
             found = self.reaching(assigns, scope, use)
@@ -502,7 +511,7 @@ class _Indexer:
             bound = self.last_bound[(name, scope)]
         elif scope and name not in self.ix.params.get(scope, ()):
             if self.module_constants is None:
-                self.module_constants = _module_constants(self.module) if self.module is not None else {}
+                self.module_constants = _module_constants(self.module, self.src.text) if self.module is not None else {}
             bound = self.module_constants.get(name)  # a module constant read in a function
         else:
             return None
@@ -851,20 +860,28 @@ _OTHER_OS = re.compile(r"(sys\.platform|os\.name|platform\.system\(\))\s*(==|!=|
 _AND_PRIORITY = ("dead", "other_os", "cpu", "multi_gpu", "debug", "gpu")
 
 
-def _module_constants(module: ast.Module) -> dict[str, ast.Constant]:
-    """Names bound once in the whole module, at its top level, to a literal, and never declared ``global``."""
+def _module_constants(module: ast.Module, text: str) -> dict[str, ast.Constant]:
+    """Names the module's own code (outside functions and classes) binds once, directly at its top level, to a
+    literal, and that no function declares ``global`` (the only way a function rebinds a module name)."""
     counts: dict[str, int] = {}
     literal_of: dict[str, ast.Constant] = {}
-    declared: set[str] = set()
-    for node in ast.walk(module):
-        if node.__class__ is ast.Global:
-            declared.update(node.names)
-        elif node.__class__ in (ast.Assign, ast.AnnAssign, ast.AugAssign):
-            targets = node.targets if node.__class__ is ast.Assign else [node.target]
+    declared = set(re.findall(r"\bglobal[ \t]+([\w, \t]+)", text))
+    declared = {n.strip() for group in declared for n in group.split(",")}
+    todo = list(module.body)
+    while todo:
+        node = todo.pop()
+        cls = node.__class__
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            continue
+        if cls in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith):
+            targets = node.targets if cls is ast.Assign else [node.target] if cls in (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor) \
+                else [i.optional_vars for i in node.items if i.optional_vars is not None]
             for t in targets:
                 for n in ast.walk(t):
                     if n.__class__ is ast.Name:
                         counts[n.id] = counts.get(n.id, 0) + 1
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(node, field_name, None) or ())
     for stmt in module.body:
         if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name \
                 and stmt.value.__class__ is ast.Constant:

@@ -373,6 +373,8 @@ _DEMO_DOC = re.compile(r"\b(?:this (?:script|example|file|notebook|code) (?:demo
                        r"toy example|minimal example|a (?:simple|minimal|small) (?:demo|example) of)\b", re.I)
 #: names of a training budget in steps (``training_steps = 10``; ``max_steps=10``)
 _BUDGET_NAME = re.compile(r"^(?:max|num|n|total|training|train)_?(?:steps|iters|iterations|train_steps)$", re.I)
+#: the text of such a budget's assignment, to skip the tree walk for files that have none
+_BUDGET_TEXT = re.compile(r"(?:max|num|n|total|training|train)_?(?:steps|iters|iterations|train_steps)\s*=\s*\d", re.I)
 #: a literal budget this short is a demo or smoke test: nothing of it is worth a GPU-efficiency change
 DEMO_MAX_STEPS = 100
 
@@ -396,6 +398,8 @@ def _demo(f: _Facts) -> None:
             if budget:
                 f.add("benchmark", {"via": budget}, c.node, "Trainer")
                 return
+    if not _BUDGET_TEXT.search(f.src.source_text().text):
+        return  # no ``num_steps = 10``-like line to find: the walk below would find nothing
     for node in ast.walk(tree) if tree is not None else ():
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name and \
                 _BUDGET_NAME.match(node.targets[0].id) and node.value.__class__ is ast.Constant and \
