@@ -186,7 +186,7 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
                                        nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
                                        num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL)},
-         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer ...; "
+         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx ...; "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
          "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "

@@ -728,3 +728,14 @@ def test_embedding_tables_are_lookups_not_math_for_the_tutorial_size(vocab, hidd
     assert ("tutorial-sized" in f.message) == tutorial, f.message
     if tutorial and vocab == "200000":
         assert "6.4M of embedding tables" in f.message
+
+
+@pytest.mark.parametrize("data, severity", [("/workspace/data/tiny-imagenet-200", "info"), ("/fsx/imagenet", "warning")])
+def test_a_torchx_launch_links_its_script_and_its_data_path_counts(data, severity):
+    files = {"app/imagenet.py": IMAGENET,
+             "app/run.sh": f"#!/bin/bash\ntorchx run -s kubernetes dist.ddp -j 2x1 --gpu 1 --script app/imagenet.py -- {data}\n"}
+    result = scan_files(files)
+    (wl,) = [w for w in result.workloads if w["entrypoint"] == "app/imagenet.py"]
+    assert [l["value"]["tool"] for l in wl["launchers"]] == ["torchx"]
+    (f,) = [f for f in result.findings if f.code == "AMP001"]
+    assert f.severity.value == severity, f.message

@@ -1,4 +1,6 @@
 """parse_command / split_command_line on launcher lines as written in real repositories."""
+import shlex
+
 import pytest
 
 from gpulint.readers.commands import parse_command, split_command_line
@@ -277,3 +279,20 @@ def test_app_server_runs_its_application_module(line, tool, module):
 ])
 def test_app_server_without_an_application_is_not_a_launch(line):
     assert launch(line) is None
+
+
+@pytest.mark.parametrize("line, script, module, nnodes, nproc, args", [
+    ("torchx run -s kubernetes -c queue=default ./dist_ddp.py:ddp --debug False -j 1:2x1 --gpu 1 --script /workspace/train.py "
+     "-- --arch resnet18 /data/tiny-imagenet-200", "/workspace/train.py", None, "1:2", 1, ["--arch", "resnet18", "/data/tiny-imagenet-200"]),
+    ("torchx run --scheduler local_cwd dist.ddp -j 2x8 --script=train.py -- --lr 0.1", "train.py", None, 2, 8, ["--lr", "0.1"]),
+    ("torchx run utils.python -m trainer.main", None, "trainer.main", None, None, []),
+])
+def test_torchx_run_names_the_script_its_component_starts(line, script, module, nnodes, nproc, args):
+    v = parse_command(shlex.split(line))
+    assert (v["tool"], v["script"], v["module"], v["nnodes"], v["nproc_per_node"], v["args"]) == \
+        ("torchx", script, module, nnodes, nproc, args)
+
+
+@pytest.mark.parametrize("line", ["torchx status local_cwd://torchx/app", "torchx run dist.ddp -j 2x8"])
+def test_torchx_commands_that_start_no_script_are_not_launches(line):
+    assert parse_command(shlex.split(line)) is None

@@ -117,7 +117,7 @@ def _base(word: Word) -> str:
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _LAUNCHERS = {"torchrun", "hyperpodrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh",
-              "dvc", "composer", "uvicorn", "gunicorn", "hypercorn"}
+              "dvc", "composer", "torchx", "uvicorn", "gunicorn", "hypercorn"}
 #: ASGI/WSGI servers: they run the application named `module:attribute`
 _APP_SERVERS = {"uvicorn", "gunicorn", "hypercorn"}
 _APP = re.compile(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*(\(.*\))?$")
@@ -378,6 +378,59 @@ def _parse_torchrun(words: list[Word], tool_word: Word | None = None) -> Launch 
     else:
         value["script"] = _str(target)
     _script_args(value, words[i + 1:], launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- torchx
+
+#: ``torchx run`` options that take no value
+_TORCHX_RUN_BOOLS = frozenset({"--dryrun", "--wait", "--log", "--tee", "-h", "--help"})
+#: ``-j`` of the dist.ddp component: nodes (or min:max nodes) x processes per node
+_TORCHX_J = re.compile(r"^(\d+(?::\d+)?)x(\d+)$")
+
+
+def _parse_torchx(words: list[Word]) -> Launch | None:
+    """``torchx run [-s kubernetes -c cfg] dist.ddp -j 2x8 --gpu 8 --script train.py -- --epochs 10``: the script (or
+    ``-m`` module) a TorchX component starts, its nodes and processes per node, and the script's own arguments
+    after ``--``. A component of the repository (``./dist_ddp.py:ddp``) takes the same arguments."""
+    if len(words) < 3 or words[1].text != "run":
+        return None
+    _, i = _scan_options(words, 2, bools=_TORCHX_RUN_BOOLS)
+    if i >= len(words) or not words[i].known:
+        return None  # the component (dist.ddp, utils.python, ./ddp.py:ddp)
+    # component arguments are always `--name value` (`--debug False` included), up to `--`
+    opts, j = [], i + 1
+    while j < len(words) and words[j].text != "--":
+        w = words[j]
+        if w.known and w.text.startswith("-") and "=" in w.text:
+            name, _, val = w.text.partition("=")
+            opts.append((name, w.shifted(val, len(name) + 1), w))
+            j += 1
+        elif w.known and w.text.startswith("-") and j + 1 < len(words):
+            opts.append((w.text, words[j + 1], w))
+            j += 2
+        else:
+            j += 1
+    j += 1  # past `--`
+    value = empty_launch("torchx")
+    launch = Launch(value, words[0])
+    for name, val, fw in opts:
+        key = _norm(name)
+        if key == "j" and val is not None and val.known and (m := _TORCHX_J.match(val.text.strip())):
+            nodes = m.group(1)
+            value["nnodes"] = int(nodes) if nodes.isdigit() else nodes
+            value["nproc_per_node"] = int(m.group(2))
+        elif key == "script":
+            value["script"] = _str(val)
+        elif key in ("m", "module"):
+            value["module"] = _str(val)
+        else:
+            continue
+        launch.flags[name] = fw
+    if value["script"] is None and value["module"] is None:
+        return None
+    rest = words[j:] if j <= len(words) else []
+    _script_args(value, rest, launch.flags)
     return launch
 
 
@@ -889,6 +942,8 @@ def parse_words(words: list[Word], variables: dict | None = None) -> Launch | No
         launch = _parse_dvc(words)
     elif b == "composer":
         launch = _parse_composer(words)
+    elif b == "torchx":
+        launch = _parse_torchx(words)
     elif b == "ray":
         launch = _parse_ray(words, variables)
     elif b in _APP_SERVERS:
