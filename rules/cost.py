@@ -399,8 +399,10 @@ class ServingOnSpotWithoutFallback(Rule):
             return
         # a bare Deployment of one replica that nothing scales is a single pod, not evidently a production endpoint
         # (a tutorial's deliberate saving); a SkyServe service, a managed endpoint or an autoscaled set is one
+        floor = c.first("compute.min_nodes")
+        autoscaled = floor is not None and bool((floor.attrs or {}).get("autoscaler"))
         single = c.source == "kubernetes" and str(c.resource or "").startswith(("Deployment/", "StatefulSet/")) and \
-            (c.nodes or 1) <= 1 and not (c.first("compute.min_nodes") and (c.first("compute.min_nodes").attrs or {}).get("autoscaler"))
+            (c.nodes or 1) <= 1 and not autoscaled
         how = ("In the SkyServe service, set replica_policy.dynamic_ondemand_fallback: true (or base_ondemand_fallback_replicas: 1), "
                "or list an on-demand alternative in resources.any_of." if c.source == "skypilot" else
                "Allow both capacity types so the scheduler falls back (Karpenter karpenter.sh/capacity-type In [spot, on-demand]), "
