@@ -156,6 +156,7 @@ class PyIndex:
     _by_func: dict[str, list[Call]] | None = field(default=None, repr=False)
     _by_node: dict[int, Call] | None = field(default=None, repr=False)
     _assigns_by: tuple[int, dict[tuple[str, str], list[Assign]]] | None = field(default=None, repr=False)
+    _callers_of: dict[str, set[str]] | None = field(default=None, repr=False)
 
     # -- questions ------------------------------------------------------------------
     def calls_to(self, *qualnames: str) -> Iterator[Call]:
@@ -210,6 +211,30 @@ class PyIndex:
                 by.setdefault((a.target, a.scope), []).append(a)
             self._assigns_by = (len(self.assigns), by)
         return self._assigns_by[1].get((name, scope), [])
+
+    def reached_from(self, names: set[str]) -> tuple[set[str], bool]:
+        """The functions and classes of the module from which `names` are reached by its own calls (a class reaches its
+        methods), and whether code that runs on import (module level, outside ``__main__`` blocks) reaches them."""
+        if self._callers_of is None:
+            graph: dict[str, set[str]] = {}  # callee -> who calls it
+            for x in self.calls:
+                callee = x.attr or (x.func or "").rsplit(".", 1)[-1]
+                if callee:
+                    line = x.node.lineno
+                    caller = x.scope or ("<main>" if any(lo <= line <= hi for lo, hi in self.main_blocks) else "<module>")
+                    graph.setdefault(callee, set()).add(caller)
+            for node, _ in self.classes.values():
+                for s in node.body:
+                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        graph.setdefault(s.name, set()).add(node.name)
+            self._callers_of = graph
+        seen, todo = set(names), list(names)
+        while todo:
+            for caller in self._callers_of.get(todo.pop(), ()):
+                if caller not in seen:
+                    seen.add(caller)
+                    todo.append(caller)
+        return seen, "<module>" in seen
 
     def rebinds(self, name: str, scope: str) -> bool:
         """Does the scope itself assign `name` anywhere (a parameter it may rebind on some path)?"""
@@ -399,6 +424,10 @@ class _Indexer:
         self.last_bound: dict[tuple[str, str], Any] = {}
         #: (name, scope) -> how many assignments bind it so far in the walk (for _folded)
         self.bindings: dict[tuple[str, str], int] = {}
+        #: names the module binds exactly once, to a literal, that no function rebinds as ``global`` (for _folded;
+        #: worked out on first use)
+        self.module_constants: dict[str, ast.Constant] | None = None
+        self.module: ast.Module | None = None
         self.handlers = {
             ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
             ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
@@ -407,16 +436,11 @@ class _Indexer:
             ast.AugAssign: self.visit_AugAssign,
         }
 
-        #: names the module binds exactly once, to a literal, that no function rebinds as ``global`` (for _folded;
-        #: worked out on first use)
-        self.module_constants: dict[str, ast.Constant] | None = None
-        self.module: ast.Module | None = None
-
     # -- the walk ----------------------------------------------------------------------
     def walk(self, module: ast.Module) -> None:
-        self.module = module
         """Pre-order, children in field order (as libcst's walk was), iterative: the
         nesting the pre-checks allow (max-nesting) never meets Python's recursion limit."""
+        self.module = module
         self.ix.bodies[""] = module.body
         stack: list[Any] = [module]
         pop, push = stack.pop, stack.append

@@ -256,7 +256,6 @@ class _Counter:
             self.lookups += params if layer == "Embedding" else 0
         return total
 
-
     def keras_functional(self, model, scope: str) -> int:
         """A functional model: the statements of its scope that call a Keras layer on a tensor
         (``x = layers.Dense(64)(x)``), followed from ``Input(shape=...)`` to the model's outputs. One input and one

@@ -475,37 +475,8 @@ def _owner(ix: PyIndex, c: Call) -> dict:
     names = {n for n in (c.scope, cls) if n}
     if not names:
         return {"function": c.scope, "cls": cls}
-    callers, on_import = _callers(ix, names)
+    callers, on_import = ix.reached_from(names)
     return {"function": c.scope, "cls": cls, **({} if on_import else {"reached_from": sorted(callers)[:40]})}
-
-
-def _callers(ix: PyIndex, names: set[str]) -> tuple[set[str], bool]:
-    """The functions and classes of the module from which `names` are reached by its own calls (a class reaches its
-    methods), and whether code that runs on import (module level, outside ``__main__`` blocks) reaches them."""
-    graph = getattr(ix, "_call_graph", None)
-    if graph is None:
-        graph = {}
-        methods: dict[str, set[str]] = {}
-        for node, _ in ix.classes.values():
-            methods[node.name] = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        for x in ix.calls:
-            callee = x.attr or (x.func or "").rsplit(".", 1)[-1]
-            if not callee:
-                continue
-            line = x.node.lineno
-            caller = x.scope or ("<main>" if any(lo <= line <= hi for lo, hi in ix.main_blocks) else "<module>")
-            graph.setdefault(callee, set()).add(caller)  # reversed: who calls `callee`
-        for cls, ms in methods.items():
-            for m in ms:
-                graph.setdefault(m, set()).add(cls)
-        ix._call_graph = graph
-    seen, todo = set(names), list(names)
-    while todo:
-        for caller in graph.get(todo.pop(), ()):
-            if caller not in seen:
-                seen.add(caller)
-                todo.append(caller)
-    return seen, "<module>" in seen
 
 
 def _invokes(f: _Facts) -> None:
@@ -680,12 +651,13 @@ def _training(f: _Facts) -> None:
                     continue  # ``device = torch.device("cuda")`` that nothing reads: the model never goes there
                 f.add("uses_gpu", {"via": "device", "probe": "gpu" in c.guards}, c.node, "cuda")
                 break
-    said, asserted = _printed_and_asserted(f.src.syntax)
+    said_asserted = None  # the print/assert walk of the file, only once a CUDA query is there to judge
     for c in ix.calls:
         q = c.qualname or ""
         if (q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device")) or \
                 (q.startswith("torch.accelerator.") and c.attr in ("current_accelerator", "is_available", "device_count",
                                                                     "set_device_index", "current_device_index")):
+            said, asserted = said_asserted = said_asserted or _printed_and_asserted(f.src.syntax)
             if id(c.node) in said:
                 continue  # ``print(torch.cuda.is_available())``: a notebook reporting what it has, not using it
             if id(c.node) in asserted:

@@ -617,15 +617,16 @@ class _Target:
             extra["role_evidence"] = role_evidence
         value = {"source": "terraform", "provider": provider, "resource": resource, "role": role}
         ctx.emit("compute.target", value, line, col, key="", target=target, attrs=extra)
-        self.reservation(view)
+        self.reserved = self.reservation(view)
 
-    def reservation(self, view: _View | None):
+    def reservation(self, view: _View | None) -> bool:
         """Capacity bought ahead of use: a targeted reservation (AWS ODCR or Capacity Block, GCP specific
         reservation, Azure capacity reservation group) bills whether or not the nodes run, so its floor is not
-        idle spend that scaling to zero returns."""
+        idle spend that scaling to zero returns. Whether `view` declares one."""
         found = _reservation(self.ctx, view)
         if found is not None:
             self.fact("compute.capacity", "reserved", found)
+        return found is not None
 
     def fact(self, kind, value, val: _Val | None = None, key: str | None = None, attrs=None):
         line, col = (val.line, val.column) if val else (self.line, self.col)
@@ -1163,7 +1164,7 @@ def _eks_module(ctx, label, view, line, col):
             _placement_attrs(ctx, gview, attrs)
             role, ev = _role(key, gview)
             t = _Target(ctx, target, f"module.{label}", "aws", gview, attr.line, attr.column, role, ev, attrs)
-            if _reservation(ctx, gview) is None:
+            if not t.reserved:
                 t.reservation(defaults)  # eks_managed_node_group_defaults = { capacity_reservation_specification = ... }
             get = lambda n, g=gview: _merged_get(ctx, g, defaults, n)  # noqa: E731
             t.instance_type(get("instance_type") if self_managed else get("instance_types"))
