@@ -243,6 +243,7 @@ class WorkloadResolution:
     precision: PrecisionInfo
     checkpoint: CheckpointInfo
     launch_nodes: int | None = None  # nodes the launchers ask for (--nnodes, num_machines, srun -N)
+    tutorial: str | None = None  # what makes it tutorial-sized (gpulint.scale): MNIST, a 1.2M-parameter model ...
 
     @property
     def device(self) -> str:
@@ -253,4 +254,6 @@ class WorkloadResolution:
                "checkpoint": self.checkpoint.to_json()}
         if self.model is not None:
             out["model"] = self.model.to_json()
+        if self.tutorial is not None:
+            out["tutorial_sized"] = self.tutorial
         return out

@@ -19,6 +19,7 @@ from gpulint.catalogue import Catalogue, Instance
 from gpulint.families import CPU, GPU, UNKNOWN, device_of
 from gpulint.model import Fact, Location
 from gpulint.precision import precision_view, resolve_cli
+from gpulint.scale import tutorial_size
 from gpulint.resolution import (
     BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
     WorkloadResolution,
@@ -252,7 +253,7 @@ class Resolver:
         role, why = _role(wl, rc)
         res = WorkloadResolution(role=role, role_reason=why, compute=rc, job_computes=tuple(job), model=model,
                                  precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),
-                                 launch_nodes=launch_nodes)
+                                 launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model))
         if rc is not None and rc.device == CPU:
             wl.reasons.append(f"device: {rc.id} is CPU compute ({rc.device_reason}): GPU checks do not apply")
         elif rc is not None:

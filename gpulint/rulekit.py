@@ -18,8 +18,6 @@ ones about what a workload is::
 """
 from __future__ import annotations
 
-import re
-
 from gpulint.cost import compute_of
 from gpulint.model import Fact, Related
 from gpulint.resolution import CPU, GPU
@@ -28,11 +26,6 @@ from gpulint.workloads import Workload
 __all__ = ["GPU_LAUNCHERS", "OFF_GPU_HOST", "WEAK_GPU_EVIDENCE", "benchmark_of", "compute_of", "compute_related", "gpu_evidence", "gpu_phrase",
            "gpu_spend_unknown", "multi_gpu", "on_gpu", "toy_workload", "training_fact", "trains_on_gpu"]
 
-#: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
-TOY_MODEL_PARAMS = 20_000_000
-#: below this a model is tutorial-sized on any data (an MNIST MLP has 0.1-1.6M, LeNet 60k): ResNet-18 (11.7M) and
-#: larger convolution nets on ImageNet-sized images do gain from Tensor Cores, so the bar stays well under them
-SMALL_MODEL_PARAMS = 5_000_000
 #: branches of the code (pyindex guards) that never run on a cloud GPU host: dead code, the CPU side of a CUDA
 #: check, a Windows/macOS branch
 OFF_GPU_HOST = frozenset({"dead", "cpu", "other_os"})
@@ -120,40 +113,11 @@ def multi_gpu(wl: Workload) -> bool | None:
 
 
 def toy_workload(wl: Workload) -> str | None:
-    """What makes a workload tutorial-sized, in words: the benchmark dataset it trains on (MNIST, CIFAR ...)
-    when its model is not known to be large, or a model of fewer than SMALL_MODEL_PARAMS parameters: such a
-    step is bound by anything but GPU math, so advice about GPU efficiency is informational."""
-    toys = [str(f.value.get("name")) for f in wl.code_facts("dataset") if f.value.get("toy")]
-    # data read from files (a SageMaker channel of .npy arrays) names no dataset; an example script named
-    # after its benchmark (mnist.py, keras_cifar10.py) says what it trains on
-    m = _TOY_FILE.search(wl.entrypoint.rsplit("/", 1)[-1].lower())
-    if m:
-        toys.append(f"{m.group(2).upper()} (by its file name)")
-    # the data folder a launcher hands the script (``imagenet.py ... /workspace/data/tiny-imagenet-200``)
-    for l in wl.launchers:
-        words = [a for a in l.value.get("args") or [] if isinstance(a, str)]
-        hit = next(filter(None, (_TOY_DATA_ARG.search(a.lower()) for a in words)), None)
-        if hit:
-            toys.append(f"{hit.group(2)} (the data its launcher passes at {l.loc.short()})")
-            break
-    model = wl.resolution.model if wl.resolution is not None else None
-    named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
-    # embedding tables are looked up, not multiplied: the math of an IMDB CNN with a 6M-entry embedding is its 0.3M rest
-    math = model.params - model.embedding_params if model is not None else None
-    if toys and (math < TOY_MODEL_PARAMS if math is not None else not named):
-        return toys[0]
-    if math is not None and math < SMALL_MODEL_PARAMS:
-        # whatever the data, a model this small keeps no GPU busy: the step is launch- and input-bound
-        tables = f" beside {model.embedding_params / 1e6:.1f}M of embedding tables" if model.embedding_params else ""
-        return f"a {math / 1e6:.1f}M-parameter model{tables}, {model.evidence}"
-    return None
-
-
-#: the small benchmark datasets a file or data folder is named after
-_TOY_NAMES = r"fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn"
-#: a data path or name in a launcher's arguments that names a small benchmark dataset
-_TOY_DATA_ARG = re.compile(rf"(^|[/=_\-])(tiny-imagenet(?:-200)?|tiny_imagenet|{_TOY_NAMES})([/_\-.]|$)")
-_TOY_FILE = re.compile(rf"(^|[^a-z])({_TOY_NAMES})([^a-z0-9]|$)")
+    """What makes a workload tutorial-sized, in words (the benchmark dataset it trains on, or a model of fewer than
+    ``gpulint.scale.SMALL_MODEL_PARAMS`` parameters), or None: resolved once per workload by the host
+    (``WorkloadResolution.tutorial``, see ``gpulint.scale``). Such a step is bound by anything but GPU math, so
+    advice about GPU efficiency is informational."""
+    return wl.resolution.tutorial if wl.resolution is not None else None
 
 
 def benchmark_of(wl: Workload) -> Fact | None:

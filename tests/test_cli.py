@@ -375,3 +375,40 @@ def test_closed_pipe_is_not_an_internal_error():
     finally:
         os.close(write_end)
     assert "internal error" not in proc.stderr
+
+
+TOY_TRAIN = """\
+import torch
+from torch import nn
+from torchvision import datasets, transforms
+
+device = torch.device("cuda")
+model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
+data = datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor())
+loader = torch.utils.data.DataLoader(data, batch_size=64, num_workers=2, pin_memory=True)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in loader:
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_workloads_report_says_why_a_workload_is_tutorial_sized(tmp_path):
+    """The tutorial-size decision that keeps AMP001's figure off is the host's, stated once in `gpulint workloads`
+    (text and JSON) and quoted by the finding."""
+    (tmp_path / "train.py").write_text(TOY_TRAIN)
+    (tmp_path / "big.py").write_text(TOY_TRAIN.replace("datasets.MNIST(", "datasets.ImageNet(").replace(
+        "nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))",
+        "__import__('torchvision').models.resnet50()"))
+    text = run_cli("workloads", str(tmp_path), cwd=ROOT).stdout
+    block = text.split("workload train.py", 1)[1].split("\nworkload ", 1)[0]
+    assert "tutorial_sized: MNIST" in block
+    data = json.loads(run_cli("workloads", str(tmp_path), "--format", "json", cwd=ROOT).stdout)
+    by = {w["entrypoint"]: w["resolved"] for w in data["workloads"]}
+    assert by["train.py"]["tutorial_sized"] == "MNIST"
+    assert "tutorial_sized" not in by["big.py"]
+    scan = json.loads(run_cli("scan", str(tmp_path), "--format", "json", "--select", "AMP001", cwd=ROOT).stdout)
+    amp = {f["path"]: f for f in scan["findings"]}
+    assert "MNIST" in amp["train.py"]["message"] and amp["train.py"]["severity"] == "info"

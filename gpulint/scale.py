@@ -1,0 +1,57 @@
+"""Is a workload tutorial-sized? Decided once per workload by the resolver (``WorkloadResolution.tutorial``)
+and read by every rule that costs GPU efficiency, so they agree, and ``gpulint workloads`` says why.
+
+A step is bound by data loading and kernel launches rather than GPU math when the model is small: the
+benchmark dataset it trains on (MNIST, CIFAR ...) with a model not known to be large, or a model of fewer
+than SMALL_MODEL_PARAMS parameters on any data. Advice about GPU efficiency is informational there, and no
+dollar figure that assumes Tensor-Core-bound throughput is attached.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpulint.resolution import ModelInfo
+    from gpulint.workloads import Workload
+
+#: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
+TOY_MODEL_PARAMS = 20_000_000
+#: below this a model is tutorial-sized on any data (an MNIST MLP has 0.1-1.6M, LeNet 60k): ResNet-18 (11.7M) and
+#: larger convolution nets on ImageNet-sized images do gain from Tensor Cores, so the bar stays well under them
+SMALL_MODEL_PARAMS = 5_000_000
+
+#: the small benchmark datasets a file or data folder is named after
+_TOY_NAMES = r"fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn"
+#: a data path or name in a launcher's arguments that names a small benchmark dataset
+_TOY_DATA_ARG = re.compile(rf"(^|[/=_\-])(tiny-imagenet(?:-200)?|tiny_imagenet|{_TOY_NAMES})([/_\-.]|$)")
+_TOY_FILE = re.compile(rf"(^|[^a-z])({_TOY_NAMES})([^a-z0-9]|$)")
+
+
+def tutorial_size(wl: Workload, model: ModelInfo | None) -> str | None:
+    """What makes the workload tutorial-sized, in words (``"MNIST"``, ``"a 1.2M-parameter model, counted ..."``),
+    or None."""
+    toys = [str(f.value.get("name")) for f in wl.code_facts("dataset") if f.value.get("toy")]
+    # data read from files (a SageMaker channel of .npy arrays) names no dataset; an example script named
+    # after its benchmark (mnist.py, keras_cifar10.py) says what it trains on
+    m = _TOY_FILE.search(wl.entrypoint.rsplit("/", 1)[-1].lower())
+    if m:
+        toys.append(f"{m.group(2).upper()} (by its file name)")
+    # the data folder a launcher hands the script (``imagenet.py ... /workspace/data/tiny-imagenet-200``)
+    for l in wl.launchers:
+        words = [a for a in l.value.get("args") or [] if isinstance(a, str)]
+        hit = next(filter(None, (_TOY_DATA_ARG.search(a.lower()) for a in words)), None)
+        if hit:
+            toys.append(f"{hit.group(2)} (the data its launcher passes at {l.loc.short()})")
+            break
+    named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
+    # embedding tables are looked up, not multiplied: the math of an IMDB CNN with a 6M-entry embedding is its 0.3M rest
+    counted = model is not None and type(model.params) is int and type(model.embedding_params) is int
+    math = model.params - model.embedding_params if counted else None
+    if toys and (math < TOY_MODEL_PARAMS if math is not None else not named):
+        return toys[0]
+    if model is not None and math is not None and math < SMALL_MODEL_PARAMS:
+        # whatever the data, a model this small keeps no GPU busy: the step is launch- and input-bound
+        tables = f" beside {model.embedding_params / 1e6:.1f}M of embedding tables" if model.embedding_params else ""
+        return f"a {math / 1e6:.1f}M-parameter model{tables}, {model.evidence}"
+    return None
