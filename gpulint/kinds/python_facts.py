@@ -128,7 +128,7 @@ class _Facts:
         self.ix = ix
         self.ev = Evaluator(ix)
         self.out: list[Fact] = []
-        self.getitem_classes: list[tuple[ast.ClassDef, bool]] | None = None  # see _getitem_classes
+        self.getitem_classes: list[tuple[ast.ClassDef, ast.FunctionDef, bool]] | None = None  # see _getitem_classes
         self._reads: dict[str, list[ast.AST]] | None = None  # see reads
         self.peeked: dict[int, str] | None = None  # see _read_without_training
 
@@ -856,9 +856,19 @@ def _other_accelerator(f: _Facts) -> tuple[Call, str, str] | None:
     return None
 
 
+def _autocast_device(f: _Facts, c: Call):
+    """The device an autocast context casts on: fixed by ``torch.cuda.amp.autocast``/``torch.cpu.amp.autocast``,
+    else ``device_type`` (first positional) of ``torch.autocast``/``torch.amp.autocast``, possibly UNKNOWN or a OneOf."""
+    if c.qualname == "torch.cuda.amp.autocast":
+        return "cuda"
+    if c.qualname == "torch.cpu.amp.autocast":
+        return "cpu"
+    return f.val(c, "device_type", 0)
+
+
 def _cpu_autocast(f: _Facts, c: Call) -> bool:
     """``torch.cpu.amp.autocast()`` or ``torch.autocast("cpu")`` / ``device_type="cpu"``."""
-    return c.qualname == "torch.cpu.amp.autocast" or (c.qualname != "torch.cuda.amp.autocast" and f.val(c, "device_type", 0) == "cpu")
+    return _autocast_device(f, c) == "cpu"
 
 
 def _precision(f: _Facts) -> None:
@@ -871,14 +881,9 @@ def _precision(f: _Facts) -> None:
             f.add("precision", {"mechanism": "autocast", "dtype": None, "enabled": None}, c.node, c.qualname,
                   in_with=c.in_with, scope=c.scope)
             continue
-        device = f.val(c, "device_type", 0)
-        if c.qualname == "torch.cuda.amp.autocast":
-            device = "cuda"
-            dtype = f.val(c, "dtype", 1)
-            enabled = f.val(c, "enabled", 0)
-        else:
-            dtype = f.val(c, "dtype", 1)
-            enabled = f.val(c, "enabled", 2)
+        device = _autocast_device(f, c)
+        dtype = f.val(c, "dtype", 1)
+        enabled = f.val(c, "enabled", 0 if c.qualname == "torch.cuda.amp.autocast" else 2)
         gpu_devices = {"cuda", "xpu", "mps"}
         if isinstance(device, OneOf):
             if not device.choices & gpu_devices:
@@ -1485,8 +1490,8 @@ def _in_memory_literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and dotted(node.func) == "range"
 
 
-def _getitem_classes(f: _Facts) -> list[tuple[ast.ClassDef, bool]]:
-    """(class, whether its ``__getitem__`` only indexes what the object holds: ``return self.x[i], self.y[i]``)
+def _getitem_classes(f: _Facts) -> list[tuple[ast.ClassDef, ast.FunctionDef, bool]]:
+    """(class, its ``__getitem__``, whether that only indexes what the object holds: ``return self.x[i], self.y[i]``)
     for each class of the file that has a ``__getitem__``; worked out once per file (media and dataset facts
     both ask)."""
     if f.getitem_classes is None:
@@ -1494,7 +1499,7 @@ def _getitem_classes(f: _Facts) -> list[tuple[ast.ClassDef, bool]]:
         for node, _ in f.ix.classes.values():
             get = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"), None)
             if get is not None:
-                out.append((node, all(_indexing_call(n) for n in ast.walk(get) if isinstance(n, ast.Call))))
+                out.append((node, get, all(_indexing_call(n) for n in ast.walk(get) if isinstance(n, ast.Call))))
         f.getitem_classes = out
     return f.getitem_classes
 
@@ -1502,8 +1507,7 @@ def _getitem_classes(f: _Facts) -> list[tuple[ast.ClassDef, bool]]:
 def _dataset_classes(f: _Facts) -> None:
     """Dataset classes whose ``__getitem__`` only indexes what ``__init__`` holds (``return self.x[i],
     self.y[i]``): a TensorDataset in all but name."""
-    for node, in_memory in _getitem_classes(f):
-        get = next(s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__")
+    for node, get, in_memory in _getitem_classes(f):
         # a dataset that hands out CUDA tensors: workers cannot touch CUDA and pinning refuses CUDA tensors
         on_gpu = {"on_gpu": True} if _moves_to_device(get) else {}
         f.add("dataset_class", {"name": node.name, "in_memory": in_memory, **on_gpu}, node, node.name)
@@ -1619,7 +1623,7 @@ def _media(f: _Facts) -> None:
     per_sample = None
     # a Dataset that augments once in __init__ and only indexes tensors in __getitem__ (DreamBooth's precomputed
     # crops): its random transforms never run per sample
-    classes = [in_memory for _, in_memory in _getitem_classes(f)]
+    classes = [in_memory for _, _, in_memory in _getitem_classes(f)]
     augments_per_sample = not classes or not all(classes)
     # the strongest evidence first: a decode inside the sample path, then folder datasets, then random transforms
     for c in sorted(f.ix.calls, key=lambda c: _AUGMENT.match(c.qualname or "") is not None):
