@@ -134,7 +134,8 @@ register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memo
          "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), inspect for one only looked into (next(iter(loader)), a loop that breaks at its first batch), no_grad for one only read by loops without autograd and with no step (caching latents once), else train; "
          "attrs.pretokenized: batches of already tokenised rows (a transformers data collator, a datasets .map()/load_from_disk "
          "result); attrs.in_memory: a TensorDataset (true) or class:<Name>, a Dataset class of the repository to look up in "
-         "dataset_class facts.")
+         "dataset_class facts; attrs.reached_from: as for trains, the functions and classes of its module that lead to the "
+         "loader (a workload importing the module uses it only by invoking one of them).")
 register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
          "init_process_group and its backend (nccl, gloo, mpi, or null); attrs.guards: the branches it sits in "
          "(cpu/gpu of a CUDA check, multi_gpu, debug, dead, other_os), attrs.rpc: the file also starts torch.distributed.rpc.")
@@ -168,9 +169,11 @@ register("decodes_media", "code", _obj(("via",), via=STR),
 register("benchmark", "code", _obj(("via",), via=STR, synthetic=BOOL),
          "The training step is measured, not trained toward a model: the file is named a benchmark, or the step's function "
          "times it (a clock and torch.cuda.synchronize or CUDA events beside the backward).")
-register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL, on_gpu=BOOL),
+register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL, on_gpu=BOOL, iterable=BOOL,
+                                      unsharded=BOOL),
          "A Dataset class of the file; in_memory: its __getitem__ only indexes what the object holds (no I/O, no transform); "
-         "on_gpu: its __getitem__ moves what it returns to the GPU (.cuda(), .to(device)).")
+         "on_gpu: its __getitem__ moves what it returns to the GPU (.cuda(), .to(device)); iterable: an IterableDataset "
+         "with its own __iter__; unsharded: its file never asks get_worker_info() (every worker would replay the stream).")
 register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
          "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
 register("script", "code", _obj(("via",), via=STR, main_lines={"type": "array", "items": {"type": "array", "items": INT}}),

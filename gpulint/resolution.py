@@ -244,6 +244,7 @@ class WorkloadResolution:
     checkpoint: CheckpointInfo
     launch_nodes: int | None = None  # nodes the launchers ask for (--nnodes, num_machines, srun -N)
     tutorial: str | None = None  # what makes it tutorial-sized (gpulint.scale): MNIST, a 1.2M-parameter model ...
+    gpus_hidden: str | None = None  # every launcher starts it with no GPU visible (CUDA_VISIBLE_DEVICES= at Makefile:6)
 
     @property
     def device(self) -> str:
@@ -256,4 +257,6 @@ class WorkloadResolution:
             out["model"] = self.model.to_json()
         if self.tutorial is not None:
             out["tutorial_sized"] = self.tutorial
+        if self.gpus_hidden is not None:
+            out["gpus_hidden"] = self.gpus_hidden
         return out

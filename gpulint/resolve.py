@@ -253,7 +253,9 @@ class Resolver:
         role, why = _role(wl, rc)
         res = WorkloadResolution(role=role, role_reason=why, compute=rc, job_computes=tuple(job), model=model,
                                  precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),
-                                 launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model))
+                                 launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model), gpus_hidden=_gpus_hidden(wl))
+        if res.gpus_hidden:
+            wl.reasons.append(f"device: every launcher starts it with no GPU visible ({res.gpus_hidden}): GPU checks do not apply")
         if rc is not None and rc.device == CPU:
             wl.reasons.append(f"device: {rc.id} is CPU compute ({rc.device_reason}): GPU checks do not apply")
         elif rc is not None:
@@ -378,6 +380,29 @@ def _served_model(wl: Workload) -> tuple[str, Fact] | None:
             if args[0] in _SERVE_VERBS and len(args) > 1 and not args[1].startswith("-"):
                 return args[1], l
     return None
+
+
+#: CUDA_VISIBLE_DEVICES values that leave no GPU visible to the process (an empty list, or an invalid ordinal first)
+_NO_GPU_VISIBLE = ("", "-1", "none", "NoDevFiles")
+
+
+def _gpus_hidden(wl: Workload) -> str | None:
+    """Where the workload's launchers hide every GPU (``CUDA_VISIBLE_DEVICES= python train.py``, or exported empty
+    earlier in the launcher's file), when every launcher does: the process then trains on the CPU whatever its code
+    asks for. None when a launcher leaves the GPUs visible, sets it at run time, or only in a branch."""
+    if not wl.launchers:
+        return None
+    where = []
+    for l in wl.launchers:
+        sets = [e for e in wl.env if e.value.get("name") == "CUDA_VISIBLE_DEVICES" and e.loc.path == l.loc.path
+                and (e.loc.line or 0) <= (l.loc.line or 0) and (not e.target or e.target == l.target)]
+        last = max(sets, key=lambda e: e.loc.line or 0, default=None)  # the assignment in force when it runs
+        if last is None or (last.attrs or {}).get("conditional") or last.value.get("value") not in _NO_GPU_VISIBLE:
+            return None
+        if (last.attrs or {}).get("scope") == "command" and last.loc.line != l.loc.line:
+            return None  # set for another command of the file
+        where.append(f"CUDA_VISIBLE_DEVICES={last.value.get('value')} at {last.loc.short()}")
+    return ", ".join(dict.fromkeys(where))
 
 
 def _launch_nodes(wl: Workload) -> int | None:

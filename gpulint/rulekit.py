@@ -45,11 +45,14 @@ def training_fact(wl: Workload) -> Fact | None:
 
 def on_gpu(wl: Workload) -> bool:
     """Does the workload run on a GPU? Never when its compute is known CPU compute (an
-    ``ml.c5`` job, a pod that requests no GPU, SageMaker local mode), whatever the code says;
+    ``ml.c5`` job, a pod that requests no GPU, SageMaker local mode) or every launcher hides the GPUs
+    (``CUDA_VISIBLE_DEVICES= python train.py``), whatever the code says;
     otherwise only when the code, the launcher or the compute says so."""
     c = compute_of(wl)
     if c is not None and c.device == CPU:
         return False
+    if wl.resolution is not None and wl.resolution.gpus_hidden:
+        return False  # every launcher hides the GPUs (CUDA_VISIBLE_DEVICES=): the code falls back to the CPU or fails
     cpu = wl.code_facts("cpu_only")
     weak = all(f.value.get("auto") or f.value.get("probe") for f in wl.code_facts("uses_gpu"))
     if wl.code_facts("other_accelerator") and weak and not (c is not None and c.device == GPU):

@@ -471,8 +471,9 @@ def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workloa
     # the workload calls (a script importing ``evaluate`` from the module that also holds ``train``): not this
     # workload's training
     invoked = {f.value.get("name") for f in wl.facts if f.kind == "invokes"}
-    wl.facts = [f for f in wl.facts if not (f.kind == "trains" and f.loc.path != entry and "reached_from" in (f.attrs or {})
-                                           and not invoked & set(f.attrs["reached_from"]))]
+    # (likewise a DataLoader built in such a function: a package ``__init__`` importing every loader module)
+    wl.facts = [f for f in wl.facts if not (f.kind in ("trains", "dataloader") and f.loc.path != entry
+                                           and "reached_from" in (f.attrs or {}) and not invoked & set(f.attrs["reached_from"]))]
     if len(code) > 1:
         wl.reasons.append(f"code: {entry} imports {', '.join(code[1:])}")
     return wl

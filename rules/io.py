@@ -57,7 +57,8 @@ class DataloaderSingleProcess(Rule):
         defaults (resolved against the launcher's flags) and dataclass defaults; ``**kwargs`` or values
         computed at run time (``os.cpu_count()``) keep it silent. Loaders that cannot starve the GPU
         are left alone: validation/test/prediction loaders, ``TensorDataset``s (indexing tensors in
-        memory), and text batches for models of 1B+ parameters or fed by HF/TRL trainers (tokenised
+        memory), ``IterableDataset`` classes that never ask ``get_worker_info()`` (each worker would
+        replay the whole stream: an RL experience source stepping the live policy, a reader of one file), and text batches for models of 1B+ parameters or fed by HF/TRL trainers (tokenised
         rows and default collation are negligible next to such a step), and loaders whose collator is a
         transformers data collator or whose dataset comes out of ``datasets``' ``.map()``/``load_from_disk``
         (rows of token ids). A benchmark, a measurement or a demo (a file named for it, a timed step, a
@@ -199,6 +200,8 @@ for x in loader:
             return  # (benchmark) a measurement, demo or few-step run: its loader's speed is not what it is for;
             # (toy) an MNIST-sized step: nobody rents a GPU to speed its loader up
         for f, v in _loaders(wl):
+            if _dataset_class(wl, (f.attrs or {}).get("in_memory"), "unsharded"):
+                continue  # an IterableDataset that does not split itself by worker: workers would replay its stream
             nw = v.get("num_workers")
             if nw == 0 and not isinstance(nw, bool):
                 how = "num_workers=0" if f.value.get("num_workers_set") else "num_workers is not set (default 0)"

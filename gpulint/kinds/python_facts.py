@@ -1288,7 +1288,15 @@ def _dataloaders(f: _Facts) -> None:
                              "pin_memory_set": pin_set or star, "via": "torch"}, c.node, c.qualname,
               purpose=_read_without_training(f, c) or _loader_purpose(c), guards=list(c.guards),
               in_memory=_in_memory_dataset(f, c),
-              pretokenized=_pretokenized(f, c), **({"gpu_collate": True} if _collates_on_gpu(f, c) else {}))
+              pretokenized=_pretokenized(f, c), **({"gpu_collate": True} if _collates_on_gpu(f, c) else {}),
+              **_reached(f.ix, c))
+
+
+def _reached(ix: PyIndex, c: Call) -> dict:
+    """``reached_from`` of a call inside a function or class (see _owner): a script importing the module builds
+    this loader only by calling one of them; nothing when module-level code reaches it."""
+    owner = _owner(ix, c)
+    return {"reached_from": owner["reached_from"]} if "reached_from" in owner else {}
 
 
 def _read_without_training(f: _Facts, c: Call) -> str | None:
@@ -1511,6 +1519,15 @@ def _dataset_classes(f: _Facts) -> None:
         # a dataset that hands out CUDA tensors: workers cannot touch CUDA and pinning refuses CUDA tensors
         on_gpu = {"on_gpu": True} if _moves_to_device(get) else {}
         f.add("dataset_class", {"name": node.name, "in_memory": in_memory, **on_gpu}, node, node.name)
+    # an IterableDataset streams one sequence: without torch.utils.data.get_worker_info() (or a library's
+    # split_by_worker) every worker process replays all of it, so num_workers > 0 duplicates the data
+    text = f.src.source_text().text
+    sharded = "worker_info" in text or "split_by_worker" in text
+    for node, bases in f.ix.classes.values():
+        if any(b.rsplit(".", 1)[-1] == "IterableDataset" for b in bases) and any(
+                isinstance(s, ast.FunctionDef) and s.name == "__iter__" for s in node.body):
+            f.add("dataset_class", {"name": node.name, "in_memory": False, "iterable": True, "unsharded": not sharded},
+                  node, node.name)
 
 
 #: calls a __getitem__ may make and still only index memory (conversions, no I/O, no transforms)

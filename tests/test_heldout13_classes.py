@@ -1,0 +1,139 @@
+"""Classes of false positives (and misses) found by the thirteenth held-out round (judged in
+tests/realworld/labels.yaml), each reproduced in a few lines written for the purpose."""
+import pytest
+
+from gpulint.testing import scan_files
+
+
+def codes(files: dict, prefix: str = "") -> list[tuple[str, str, str, int]]:
+    return [(f.code, f.severity.value, f.loc.path, f.loc.line) for f in scan_files(files).findings
+            if f.code.startswith(prefix)]
+
+
+# -- a launcher that hides the GPUs: the process trains on the CPU whatever its code asks for -------------
+DECODING_TRAIN = """\
+import torch, torchvision
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+
+class Images(Dataset):
+    def __getitem__(self, i):
+        return Image.open(self.paths[i])
+
+loader = DataLoader(Images(), batch_size=8)
+model = torchvision.models.resnet50().cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("launcher, hidden", [
+    ({"Makefile": "test:\n\tCUDA_VISIBLE_DEVICES= python train.py --config c.json\n"}, True),
+    ({"run.sh": "export CUDA_VISIBLE_DEVICES=-1\npython train.py\n"}, True),
+    ({"run.sh": "CUDA_VISIBLE_DEVICES= python eval.py\npython train.py\n"}, False),  # set for another command
+    ({"run.sh": "CUDA_VISIBLE_DEVICES=0 python train.py\n"}, False),
+    ({"run.sh": "if [ -n \"$CPU\" ]; then export CUDA_VISIBLE_DEVICES=; fi\npython train.py\n"}, False),  # a branch
+    ({"run.sh": "python train.py\n", "Makefile": "cpu:\n\tCUDA_VISIBLE_DEVICES= python train.py\n"}, False),  # one of two
+])
+def test_a_launcher_that_hides_every_gpu_makes_the_workload_cpu(launcher, hidden):
+    got = codes({"train.py": DECODING_TRAIN, **launcher})
+    if hidden:
+        assert got == []
+    else:
+        assert ("IO001", "warning", "train.py", 9) in got and any(c == "AMP001" for c, *_ in got)
+
+
+def test_hidden_gpus_are_stated_in_the_workload_model():
+    r = scan_files({"train.py": DECODING_TRAIN, "Makefile": "test:\n\tCUDA_VISIBLE_DEVICES= python train.py\n"})
+    (wl,) = r.workloads
+    assert wl["resolved"]["gpus_hidden"] == "CUDA_VISIBLE_DEVICES= at Makefile:2"
+    assert any("no GPU visible" in reason for reason in wl["links"])
+
+
+# -- an IterableDataset that does not split its stream by worker: adding workers duplicates the data -----
+STREAM_TRAIN = """\
+import torch, torchvision
+from PIL import Image
+from torch.utils.data import DataLoader, IterableDataset
+
+class Stream(IterableDataset):
+    def __iter__(self):
+SHARD
+        for p in self.paths:
+            yield Image.open(p)
+
+loader = DataLoader(Stream(), batch_size=8)
+model = torchvision.models.resnet50().cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+EXPERIENCE_SOURCE = """\
+import torch, torchvision
+from torch.utils.data import DataLoader, IterableDataset
+
+class ExperienceSource(IterableDataset):
+    def __init__(self, generate):
+        self.generate = generate
+
+    def __iter__(self):
+        return self.generate()
+
+class Agent:
+    def play(self):
+        while True:
+            yield self.env.step(self.policy(self.state))
+
+loader = DataLoader(ExperienceSource(Agent().play), batch_size=32)
+model = torchvision.models.resnet50().cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("files, io001", [
+    ({"train.py": STREAM_TRAIN.replace("SHARD\n", "")}, False),
+    ({"train.py": STREAM_TRAIN.replace("SHARD", "        info = torch.utils.data.get_worker_info()")}, True),
+    ({"train.py": EXPERIENCE_SOURCE}, False),
+])
+def test_io001_is_silent_for_iterable_datasets_that_do_not_shard_by_worker(files, io001):
+    got = codes({**files, "run.sh": "python train.py\n"}, "IO001")
+    assert bool(got) is io001
+    assert codes({**files, "run.sh": "python train.py\n"}, "IO002")  # pinning still applies to their batches
+
+
+# -- a loader built in a function of an imported module that the workload never calls -------------------
+LOADERS = """\
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+
+class Images(Dataset):
+    def __getitem__(self, i):
+        return Image.open(self.paths[i])
+
+def prior_splits(paths):
+    return DataLoader(Images(), batch_size=8)
+
+def decoder_loader(paths):
+    return DataLoader(Images(), batch_size=8, num_workers=8, pin_memory=True)
+"""
+PKG_TRAIN = """\
+import torch, torchvision
+from pkg import decoder_loader, prior_splits
+loader = CALL
+model = torchvision.models.resnet50().cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("call, charged", [("decoder_loader(paths)", False), ("prior_splits(paths)", True)])
+def test_a_loader_counts_only_for_workloads_that_reach_it(call, charged):
+    files = {"pkg/__init__.py": "import torch\nfrom pkg.loaders import decoder_loader, prior_splits\n", "pkg/loaders.py": LOADERS,
+             "train.py": PKG_TRAIN.replace("CALL", call), "run.sh": "python train.py\n"}
+    got = codes(files, "IO")
+    assert (("IO001", "warning", "pkg/loaders.py", 9) in got) is charged
+    assert all(line == 9 for _, _, _, line in got)  # the workers-and-pinning loader at line 12 is never charged
