@@ -65,7 +65,7 @@ class Resolver:
                     names.append((v.value.strip(), f))
                 elif is_ref(f.value):
                     unresolved.append(f"the instance type ({f.loc.short()}): {v.why}")
-        accel = next((f.value for p in parts for f in p.facts if f.kind == "compute.accelerator" and isinstance(f.value, dict)), None)
+        accel = next((self._accelerator(f) for p in parts for f in p.facts if f.kind == "compute.accelerator" and isinstance(f.value, dict)), None)
         cat = self.catalogue
         inst: Instance | None = None
         inst_fact: Fact | None = None
@@ -165,10 +165,24 @@ class Resolver:
     def _int(self, compute: Compute, kind: str) -> int | None:
         for f in compute.facts:
             if f.kind == kind:
-                v = self.tf.value_of(f).value
-                if isinstance(v, int) and not isinstance(v, bool):
+                v = _whole(self.tf.value_of(f).value)
+                if v is not None:
                     return v
         return None
+
+    def _accelerator(self, f: Fact) -> dict:
+        """A ``compute.accelerator`` value with Terraform references resolved (``type = var.gpu_type`` whose default,
+        in the module's variables.tf, is ``"nvidia-tesla-t4"``); a reference that cannot be resolved stays one."""
+        out = dict(f.value)
+        folder = posixpath.dirname(f.loc.path)
+        for key in ("type", "count"):
+            if is_ref(out.get(key)):
+                got = self.tf.resolve(out[key]["ref"], folder)
+                if got.known:
+                    out[key] = got.value
+        if isinstance(out.get("count"), str):
+            out["count"] = _whole(out["count"]) if _whole(out["count"]) is not None else out["count"]
+        return out
 
     @staticmethod
     def _device(compute, resource, source, provider, inst, names, accel, gpn_fact, gpn) -> tuple[str, str]:
@@ -379,6 +393,18 @@ def _served_model(wl: Workload) -> tuple[str, Fact] | None:
         if any(w in ("vllm", "sglang") or w.endswith(("/vllm", "vllm.entrypoints.cli.main")) for w in words) and args:
             if args[0] in _SERVE_VERBS and len(args) > 1 and not args[1].startswith("-"):
                 return args[1], l
+    return None
+
+
+def _whole(v: Any) -> int | None:
+    """An integer count, or a string of digits as Terraform converts one where a number is expected
+    (``default = "2"`` for ``min_size``)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
     return None
 
 

@@ -137,3 +137,70 @@ def test_a_loader_counts_only_for_workloads_that_reach_it(call, charged):
     got = codes(files, "IO")
     assert (("IO001", "warning", "pkg/loaders.py", 9) in got) is charged
     assert all(line == 9 for _, _, _, line in got)  # the workers-and-pinning loader at line 12 is never charged
+
+
+# -- Terraform values from the module's variables.tf: an accelerator type and string-typed counts --------
+GKE_GPU_POOL = """\
+resource "google_container_node_pool" "gpu_nodes" {
+  name    = "gpu-pool"
+  cluster = "ml"
+  autoscaling {
+    min_node_count = var.gpu_min_node_count
+    max_node_count = var.gpu_max_node_count
+  }
+  node_config {
+    machine_type = "n1-standard-4"
+    guest_accelerator {
+      type  = var.gpu_type
+      count = var.gpu_count
+    }
+  }
+}
+"""
+GKE_VARIABLES = """\
+/***************************
+GPU node pool variables
+***************************/
+variable "gpu_type" {
+  default = "nvidia-tesla-t4"
+}
+variable "gpu_count" {
+  default = "1"
+}
+variable "gpu_min_node_count" {
+  default = "MIN"
+}
+variable "gpu_max_node_count" {
+  default = "5"
+}
+"""
+EKS_GROUP_VARS = """\
+module "eks" {
+  source = "terraform-aws-modules/eks/aws"
+  eks_managed_node_groups = {
+    gpu_node_pool = {
+      instance_types = ["g4dn.2xlarge"]
+      min_size       = var.min_gpu_nodes
+      max_size       = 4
+      desired_size   = var.min_gpu_nodes
+    }
+  }
+}
+"""
+EKS_VARIABLES = """\
+variable "min_gpu_nodes" {
+  type    = string
+  default = "MIN"
+}
+"""
+
+
+@pytest.mark.parametrize("main, variables", [(GKE_GPU_POOL, GKE_VARIABLES), (EKS_GROUP_VARS, EKS_VARIABLES)])
+@pytest.mark.parametrize("floor, fires", [("2", True), ("0", False)])
+def test_pool_values_come_from_the_modules_variables_file(main, variables, floor, fires):
+    files = {"infra/main.tf": main, "infra/variables.tf": variables.replace("MIN", floor)}
+    r = scan_files(files)
+    (pool,) = [c for c in r.computes if "gpu" in c["id"]]
+    assert pool["device"] == "gpu" and pool["gpus_per_node"] == 1
+    assert pool["min_nodes"] == int(floor)
+    assert any(f.code == "COST001" for f in r.findings) is fires
