@@ -204,3 +204,29 @@ def test_pool_values_come_from_the_modules_variables_file(main, variables, floor
     assert pool["device"] == "gpu" and pool["gpus_per_node"] == 1
     assert pool["min_nodes"] == int(floor)
     assert any(f.code == "COST001" for f in r.findings) is fires
+
+
+# -- SageMaker Python SDK v1 argument names ---------------------------------------------------------------
+SM_TRAIN = """\
+import torch, torchvision
+model = torchvision.models.resnet50().cuda()
+for x, y in loader:
+    loss_fn(model(x.cuda()), y.cuda()).backward()
+    opt.step()
+"""
+SM_V1_LAUNCH = """\
+from sagemaker.pytorch import PyTorch
+estimator = PyTorch(entry_point="train.py", source_dir="src", role=role, framework_version="1.4.0",
+                    train_instance_count=2, train_instance_type="INSTANCE", train_use_spot_instances=True,
+                    train_max_wait=7200)
+estimator.fit({"training": inputs})
+"""
+
+
+@pytest.mark.parametrize("instance, amp001", [("ml.p2.xlarge", False), ("ml.c5.xlarge", False), ("ml.p3.8xlarge", True)])
+def test_sdk_v1_estimator_arguments_are_read(instance, amp001):
+    r = scan_files({"src/train.py": SM_TRAIN, "launch.py": SM_V1_LAUNCH.replace("INSTANCE", instance)})
+    (wl,) = r.workloads
+    comp = wl["compute"]
+    assert comp["instance_written"] == instance and comp["nodes"] == 2 and comp["capacity"] == "spot"
+    assert any(f.code == "AMP001" for f in r.findings) is amp001

@@ -1863,18 +1863,27 @@ def _cpu_choice(value: Any) -> Any:
     return choices[0] if all(device_of(ch)[0] == CPU for ch in choices) else value
 
 
+#: the SageMaker Python SDK v1 names of estimator arguments (renamed in v2, still in many archived examples)
+_SM_V1_NAMES = {"instance_type": "train_instance_type", "instance_count": "train_instance_count",
+                "use_spot_instances": "train_use_spot_instances", "max_wait": "train_max_wait", "max_run": "train_max_run"}
+
+
 def _sagemaker(f: _Facts) -> None:
     for c in f.ix.calls_to(*SAGEMAKER_ESTIMATORS):
         target = _unique_target(f, f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}")
         values = {}
+        written: dict[str, str] = {}  # the keyword each value was given as (SDK v1's train_* names)
         for key in ("instance_type", "instance_count", "use_spot_instances", "max_wait", "max_run", "checkpoint_s3_uri",
                     "checkpoint_local_path", "entry_point", "source_dir", "distribution", "environment", "hyperparameters"):
-            if f.present(c, key):
-                values[key] = f.val(c, key)
+            for name in (key, _SM_V1_NAMES.get(key)):
+                if name and f.present(c, name):
+                    values[key] = f.val(c, name)
+                    written[key] = name
+                    break
         loc = f.src.node_loc(c.node)
 
         def add(kind: str, value: Any, key: str, **attrs: Any) -> None:
-            node = f.kwarg(c, key)
+            node = f.kwarg(c, written.get(key, key))
             f.out.append(Fact(kind, value, f.src.node_loc(node) if node is not None else loc, key, target, attrs))
 
         f.out.append(Fact("compute.target", {"source": "sagemaker", "provider": "aws", "resource": target, "role": "training"}, loc, c.qualname, target, {}))
