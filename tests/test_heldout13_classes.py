@@ -230,3 +230,24 @@ def test_sdk_v1_estimator_arguments_are_read(instance, amp001):
     comp = wl["compute"]
     assert comp["instance_written"] == instance and comp["nodes"] == 2 and comp["capacity"] == "spot"
     assert any(f.code == "AMP001" for f in r.findings) is amp001
+
+
+# -- a checkpoint published quantized computes in the 16-bit dtype of its quantization config ------------
+HF_FINETUNE = """\
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+model = AutoModelForCausalLM.from_pretrained(NAME, device_map="auto")
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)
+Trainer(model=model, args=args, train_dataset=ds).train()
+"""
+
+
+@pytest.mark.parametrize("name, amp001", [
+    ('"unsloth/llama-2-7b-bnb-4bit"', False),
+    ('"TheBloke/Llama-2-7B-GPTQ"', False),
+    ('"casperhansen/mistral-7b-instruct-v0.1-awq"', False),
+    ('pretrained_model_name_or_path="unsloth/mistral-7b-bnb-4bit"', False),
+    ('"meta-llama/Llama-2-7b-hf"', True),
+])
+def test_prequantized_checkpoints_are_not_fp32_training(name, amp001):
+    got = codes({"train.py": HF_FINETUNE.replace("NAME", name), "run.sh": "accelerate launch train.py\n"}, "AMP001")
+    assert bool(got) is amp001

@@ -1085,6 +1085,22 @@ def _precision(f: _Facts) -> None:
                                 "enabled": True if enabled is True else None}, c.node, q)
         elif c.attr == "from_pretrained" and any(_norm(f.val(c, k)) is True for k in ("load_in_4bit", "load_in_8bit")):
             f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "load_in_kbit")
+        elif c.attr == "from_pretrained" and _PREQUANTIZED.search(str(_model_id(f, c) or "")):
+            # a checkpoint published quantized (``unsloth/llama-2-7b-bnb-4bit``, ``TheBloke/...-GPTQ``): its config's
+            # quantization_config loads it quantized, computing in the 16-bit dtype that config names
+            f.add("precision", {"mechanism": "quantized", "dtype": None, "enabled": None}, c.node, "prequantized")
+
+
+#: model ids of checkpoints published quantized (bitsandbytes, GPTQ, AWQ, EXL2, AQLM, HQQ exports)
+_PREQUANTIZED = re.compile(r"bnb-?[48]bit|[-_.](?:gptq|awq|exl2|aqlm|hqq)\b|[-_](?:int4|int8|4bit|8bit)\b", re.I)
+
+
+def _model_id(f: _Facts, c: Call) -> Any:
+    """The model id a ``from_pretrained`` call loads (its first argument or the keyword naming it), or UNKNOWN."""
+    for key in ("pretrained_model_name_or_path", "model_name", "model_id"):
+        if f.present(c, key):
+            return f.val(c, key)
+    return f.val(c, "pretrained_model_name_or_path", 0)
 
 
 #: words of a notebook cell that may set the precision (a dtype, autocast, a model load or cast)
