@@ -122,6 +122,11 @@ def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> lis
     return sorted(out)
 
 
+#: extensions batch schedulers' job scripts go by besides .sh/.slurm/.sbatch (Slurm .slrm, HTCondor/PBS .sub, .job,
+#: .pbs, LSF .lsf/.bsub): read as shell when their first line is a shell's shebang, as sbatch and qsub require
+JOB_SCRIPT_EXTENSIONS = frozenset({"slrm", "sub", "job", "batch", "pbs", "qsub", "lsf", "bsub"})
+
+
 class Classifier:
     def __init__(self, kinds):
         self.kinds = sorted(kinds, key=lambda k: -k.priority)
@@ -131,7 +136,8 @@ class Classifier:
         for k in self.kinds:
             if k.claims(name):
                 return k.name
-        if "." not in name and any(k.shebang for k in self.kinds):
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if ("." not in name or ext in JOB_SCRIPT_EXTENSIONS) and any(k.shebang for k in self.kinds):
             try:
                 with open(path, "rb") as fh:
                     head = fh.read(128)

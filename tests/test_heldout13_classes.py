@@ -251,3 +251,29 @@ Trainer(model=model, args=args, train_dataset=ds).train()
 def test_prequantized_checkpoints_are_not_fp32_training(name, amp001):
     got = codes({"train.py": HF_FINETUNE.replace("NAME", name), "run.sh": "accelerate launch train.py\n"}, "AMP001")
     assert bool(got) is amp001
+
+
+# -- a scheduler's job script named .slrm/.sub/.job is read by its shebang -----------------------------------
+SLURM_JOB = """\
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --gpus-per-node=8
+#SBATCH --partition=gpu
+srun python train.py
+"""
+
+
+@pytest.mark.parametrize("name, read", [("run_train.slrm", True), ("pretrain.sub", True), ("train.job", True),
+                                        ("notes.txt", False)])
+def test_job_scripts_are_found_by_their_shebang_whatever_their_extension(name, read):
+    r = scan_files({"train.py": SM_TRAIN, f"jobs/{name}": SLURM_JOB})
+    (wl,) = r.workloads
+    assert bool(wl["compute"]) is read
+    if read:
+        assert wl["compute"]["source"] == "slurm" and wl["compute"]["nodes"] == 2 and wl["compute"]["gpus_per_node"] == 8
+
+
+def test_a_job_extension_without_a_shell_shebang_is_not_shell():
+    r = scan_files({"train.py": SM_TRAIN, "jobs/pretrain.sub": SLURM_JOB.replace("#!/bin/bash\n", "universe = vanilla\n")})
+    (wl,) = r.workloads
+    assert not wl["compute"]

@@ -103,6 +103,11 @@ def test_hook_filter_passes_every_file_gpulint_reads_and_only_those(tmp_path, en
         p.write_text("#!/bin/bash\n#SBATCH --nodes=2\necho hi\n" if "sbatch" in name or "slurm" in name else "x = 1\n")
         p.chmod(0o644)  # job scripts submitted with sbatch are rarely executable
     (repo / "launch").write_text("#!/bin/bash\ntorchrun train.py\n")  # a shebang script without extension
+    from gpulint.discover import JOB_SCRIPT_EXTENSIONS
+    jobs_by_ext = [f"jobs/run.{ext}" for ext in sorted(JOB_SCRIPT_EXTENSIONS)]  # scheduler job scripts by shebang
+    for name in jobs_by_ext:
+        (repo / "jobs").mkdir(exist_ok=True)
+        (repo / name).write_text("#!/bin/bash\n#SBATCH --nodes=2\nsrun python train.py\n")
     (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0binary")
     git(repo, "add", "-A", env=env)
     proc = subprocess.run([*_pre_commit(), "run", "--all-files"], cwd=repo, capture_output=True, text=True, env=env, timeout=300)
@@ -112,6 +117,7 @@ def test_hook_filter_passes_every_file_gpulint_reads_and_only_those(tmp_path, en
     assert len(jobs) == 2 and jobs <= passed  # non-executable Slurm job scripts reach the hook
     assert set(claimed) <= passed, sorted(set(claimed) - passed)
     assert "launch" in passed
+    assert set(jobs_by_ext) <= passed, sorted(set(jobs_by_ext) - passed)
     assert not passed & set(NOT_CLAIMED + ["logo.png"]), sorted(passed & set(NOT_CLAIMED))
 
 
