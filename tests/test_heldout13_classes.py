@@ -277,3 +277,33 @@ def test_a_job_extension_without_a_shell_shebang_is_not_shell():
     r = scan_files({"train.py": SM_TRAIN, "jobs/pretrain.sub": SLURM_JOB.replace("#!/bin/bash\n", "universe = vanilla\n")})
     (wl,) = r.workloads
     assert not wl["compute"]
+
+
+# -- a CUDA device ordinal is GPU use -----------------------------------------------------------------------
+ORDINAL_TRAIN = """\
+import torch, torchvision
+model = torchvision.models.resnet50().to(DEV)
+for x, y in loader:
+    loss_fn(model(x.to(DEV)), y.to(DEV)).backward()
+    opt.step()
+"""
+PIPELINE_TRAIN = """\
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments, pipeline
+labeler = pipeline("zero-shot-classification", model="facebook/bart-large-mnli", device=DEV)
+model = AutoModelForSequenceClassification.from_pretrained("roberta-large")
+Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=ds).train()
+"""
+
+
+@pytest.mark.parametrize("dev, gpu", [("0", True), ("1", True), ('"cuda:0"', True), ("-1", False), ('"cpu"', False),
+                                      ("True", False)])
+def test_device_ordinals_are_cuda_devices(dev, gpu):
+    got = codes({"train.py": ORDINAL_TRAIN.replace("DEV", dev), "run.sh": "python train.py\n"}, "AMP001")
+    assert bool(got) is gpu
+
+
+@pytest.mark.parametrize("dev, severity", [("0", "warning"), ("-1", "info")])
+def test_a_pipeline_on_device_0_is_code_that_takes_the_gpu(dev, severity):
+    """HF Trainer alone takes a GPU only if there is one (info); a pipeline on device 0 needs one."""
+    got = codes({"train.py": PIPELINE_TRAIN.replace("DEV", dev)}, "AMP001")
+    assert [s for _, s, _, _ in got] == [severity]

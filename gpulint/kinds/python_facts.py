@@ -644,9 +644,12 @@ def _training(f: _Facts) -> None:
             f.add("uses_gpu", {"via": ".cuda()", "probe": "gpu" in c.guards}, c.node, "cuda")
             break
     for c in sorted(ix.calls, key=lambda c: "gpu" in c.guards):
-        if c.attr in ("to", "device") or c.qualname == "torch.device":
-            first = f.val(c, None, 0) if c.positional(0) is not None else f.val(c, "device")
-            if isinstance(first, str) and first.startswith("cuda"):
+        pipe = c.qualname in ("transformers.pipeline", "transformers.pipelines.pipeline")
+        if c.attr in ("to", "device") or c.qualname == "torch.device" or pipe:
+            first = f.val(c, "device") if pipe else f.val(c, None, 0) if c.positional(0) is not None else f.val(c, "device")
+            # an ordinal is a CUDA device: ``.to(0)``, ``torch.device(0)``, ``pipeline(..., device=0)`` (-1 is its CPU)
+            ordinal = isinstance(first, int) and not isinstance(first, bool) and first >= 0
+            if (isinstance(first, str) and first.startswith("cuda")) or ordinal:
                 if c.qualname == "torch.device" and c.assigned_to and not _read_again(f, c.assigned_to):
                     continue  # ``device = torch.device("cuda")`` that nothing reads: the model never goes there
                 f.add("uses_gpu", {"via": "device", "probe": "gpu" in c.guards}, c.node, "cuda")
