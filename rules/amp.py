@@ -34,15 +34,18 @@ class MissingMixedPrecision(Rule):
         sections, FSDP ``MixedPrecision``, Keras ``mixed_precision.set_global_policy`` and model casts.
         It fires when the workload trains on a GPU and none is enabled. It points at an explicit
         disabling (``mixed_precision: "no"``) where there is one, else at the training loop or trainer.
-        Where a setting depends on something it cannot see (a flag with no default, ``**kwargs``,
-        a machine-local accelerate config, a dtype read from a config at run time) it stays silent.
+        A tutorial-sized workload on no named GPU instance (a notebook or script a reader runs on whatever
+        GPU they have) is not reported: fp32 costs it seconds, and ``gpulint workloads`` says it is
+        tutorial-sized (``tutorial_sized: MNIST``). Where a setting depends on something it cannot see
+        (a flag with no default, ``**kwargs``, a machine-local accelerate config, a dtype read from a
+        config at run time) it stays silent.
         Severity follows the evidence: a warning where the compute, a launcher (torchrun, deepspeed)
         or the code (``.cuda()``, a ``"cuda"`` device) puts the training on a GPU; info where only a
         framework that falls back to the CPU (HF Trainer, accelerate, Lightning ``"auto"``) or a
         ``torch.cuda.is_available()`` check says so, for a notebook whose machine nothing in the
         repository names (no compute target, no job that runs it), for tutorial-sized workloads (a benchmark
         dataset such as MNIST, or a model of under 5M parameters counted from its literal layer
-        sizes), for a config file named as the fp32 variant (``ds_config_fp32.json``) and for a
+        sizes) on a GPU instance the repository names, for a config file named as the fp32 variant (``ds_config_fp32.json``) and for a
         benchmark or demo (a file named for it, a step timed with a clock and ``torch.cuda.synchronize``, or
         a step on random tensors in a file that reads no data).
     Why it costs money:
@@ -76,6 +79,18 @@ class MissingMixedPrecision(Rule):
     since = "0.1.0"
 
     VALID = [
+        Example(
+            """\
+import torch
+from torchvision import datasets, transforms
+model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 10)).cuda()
+data = datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor())
+for x, y in torch.utils.data.DataLoader(data, batch_size=64):
+    torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+    opt.step()
+""",
+            title="an MNIST tutorial on whatever GPU its reader has: tutorial-sized, no instance named",
+        ),
         Example(
             """\
 import torch
@@ -193,14 +208,15 @@ for images, labels in dataset:
         Example(
             """\
 import torch as t
-model = t.nn.Linear(8, 8).cuda()
+from models import VisionTransformer
+model = VisionTransformer(depth=24, width=1024).cuda()
 opt = t.optim.AdamW(model.parameters())
 for x in loader:
     loss = model(x.cuda()).sum()
     loss.backward()
     opt.step()
 """,
-            expect=[Expect("train.py", 6, "no mixed precision")],
+            expect=[Expect("train.py", 7, "no mixed precision")],
             title="raw PyTorch loop in fp32",
         ),
         Example(
@@ -273,6 +289,10 @@ Trainer(model=model, args=args).train()
         if at is not trains:
             related.insert(0, Related(trains.loc, f"training: {trains.value.get('via')}"))
         toy = toy_workload(wl)
+        if toy and (c is None or c.instance is None):
+            # an MNIST-sized run on a GPU nobody names (a laptop, Colab, a tutorial reader's machine): nobody rents a GPU
+            # for it, and fp32 costs seconds; `gpulint workloads` states the tutorial size
+            return
         # a config file named as the fp32 variant (ds_config_fp32.json beside its fp16 twin) is a choice, not an oversight
         deliberate = bool(explicit) and _FP32_NAMED.search(at.loc.path.rsplit("/", 1)[-1].lower()) is not None
         bench = benchmark_of(wl)
