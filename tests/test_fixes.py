@@ -82,10 +82,10 @@ CASES = [
         "train.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)  # training data\n" + LOOP,
     }, "IO002", False, "train.py", "DataLoader(ds, num_workers=4, pin_memory=True)  # training data"),
     ("IO001 num_workers absent", {
-        "train.py": "import torch.utils.data as tud\nloader = tud.DataLoader(ds, batch_size=32, pin_memory=True)\n" + LOOP,
+        "train.py": "import torch.utils.data as tud\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = tud.DataLoader(ds, batch_size=32, pin_memory=True)\n" + LOOP,
     }, "IO001", True, "train.py", "tud.DataLoader(ds, batch_size=32, pin_memory=True, num_workers=4)"),
     ("IO001 num_workers=0", {
-        "train.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0, pin_memory=True)\n" + LOOP,
+        "train.py": "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds, num_workers=0, pin_memory=True)\n" + LOOP,
     }, "IO001", True, "train.py", "DataLoader(ds, num_workers=4, pin_memory=True)"),
     ("NET005 positional gloo", {
         "train.py": "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group(\"gloo\")\nmodel = DDP(model.cuda())\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
@@ -192,7 +192,7 @@ def test_fix_applies_rescan_clean_file_parses_and_diff_writes_nothing(tmp_path, 
 
 
 def test_fix_json_states_what_it_changes_and_why_unsafe(tmp_path, capsys):
-    write_tree(tmp_path, {"train.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n" + LOOP})
+    write_tree(tmp_path, {"train.py": "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds)\n" + LOOP})
     rc, out, _ = cli(capsys, "scan", tmp_path, "--format", "json")
     by_code = {f["code"]: f for f in json.loads(out)["findings"]}
     assert by_code["IO002"]["fix"] == {"description": "Add pin_memory=True to the DataLoader call", "applicability": "safe"}
@@ -202,7 +202,7 @@ def test_fix_json_states_what_it_changes_and_why_unsafe(tmp_path, capsys):
 
 
 def test_both_dataloader_fixes_land_on_one_call(tmp_path, capsys):
-    write_tree(tmp_path, {"train.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n" + LOOP})
+    write_tree(tmp_path, {"train.py": "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds)\n" + LOOP})
     rc, out, err = cli(capsys, "scan", tmp_path, "--fix", "--unsafe-fixes", "--select", "IO")
     assert "Fixed 2 findings in 1 file" in err and rc == 0
     assert "DataLoader(ds, num_workers=4, pin_memory=True)" in (tmp_path / "train.py").read_text()
@@ -212,10 +212,11 @@ def test_both_dataloader_fixes_land_on_one_call(tmp_path, capsys):
     ({"train.py": _d("""\
         import argparse
         from torch.utils.data import DataLoader
+        from torchvision.datasets import ImageFolder
         p = argparse.ArgumentParser()
         p.add_argument("--workers", type=int, default=0)
         args = p.parse_args()
-        loader = DataLoader(ds, num_workers=args.workers, pin_memory=True)
+        loader = DataLoader(ImageFolder(args.data), num_workers=args.workers, pin_memory=True)
         """) + LOOP, "run.sh": "python train.py\n"}, "IO001"),
     ({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o')\nTrainer(model=m, args=args).train()\n",
       "infra/main.tf": TF_V100}, "AMP001"),  # V100 has no bf16; fp16 needs loss scaling: not mechanical
@@ -349,7 +350,7 @@ def test_apply_edits_keeps_insertions_at_one_point_in_order():
 
 
 def test_fix_through_stdin_prints_the_fixed_text(tmp_path):
-    src = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n" + LOOP
+    src = "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds)\n" + LOOP
     (tmp_path / "train.py").write_text(src)
     proc = run_cli("scan", "-", "--stdin-filename", "train.py", "--fix", cwd=tmp_path, input_text=src)
     assert proc.stdout == src.replace("DataLoader(ds)", "DataLoader(ds, pin_memory=True)")
@@ -373,6 +374,6 @@ def test_diff_exit_codes_and_untouched_files_through_the_cli(tmp_path):
 
 
 def test_text_summary_counts_fixable_findings(tmp_path):
-    (tmp_path / "train.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n" + LOOP)
+    (tmp_path / "train.py").write_text("from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds)\n" + LOOP)
     proc = run_cli("scan", ".", cwd=tmp_path)
     assert "1 finding fixable with `gpulint scan --fix`; 1 more with `--unsafe-fixes`" in proc.stdout

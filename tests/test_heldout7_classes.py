@@ -538,9 +538,9 @@ def test_a_toy_dataset_named_by_the_launchers_data_path_makes_a_tutorial_sized_r
 
 
 @pytest.mark.parametrize("dataset, reported", [("MockVLMDataset(size=1000)", False), ("_RandomTokenDataset(n=64)", False),
-                                               ("CaptionDataset(root)", True)])
+                                               ("ImageFolder(root)", True)])
 def test_a_loader_over_a_dataset_named_for_made_up_samples_gets_no_io_advice(dataset, reported):
-    code = ("import torch\nfrom torch.utils.data import DataLoader\nfrom data import *\n"
+    code = ("import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nfrom data import *\n"
             f"loader = DataLoader({dataset}, batch_size=8)\n"
             "model = Net().cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
             "for x in loader:\n    model(x.cuda()).mean().backward()\n    opt.step()\n")

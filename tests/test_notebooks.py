@@ -10,7 +10,7 @@ from conftest import FIXTURES, run_cli
 from gpulint.kinds.parsers import parse_notebook
 from gpulint.sources import ParseError
 
-SETUP = "import torch\nmodel = torch.nn.Linear(16, 16).cuda()\nopt = torch.optim.AdamW(model.parameters())"
+SETUP = "import torch\nmodel = Net(width=1024).cuda()\nopt = torch.optim.AdamW(model.parameters())"
 LOOP = "for x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()"
 
 

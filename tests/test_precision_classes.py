@@ -47,8 +47,7 @@ LOOP = "model = model.cuda()\nif __name__ == '__main__':\n    for x in loader:\n
 def test_io001_warns_only_where_samples_are_decoded_on_the_host():
     plain = {"train.py": "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=64, pin_memory=True)\n" + LOOP,
              "infra/main.tf": P4D}
-    (f,) = [f for f in scan_files(plain).findings if f.code == "IO001"]
-    assert f.severity.value == "info" and "profile before adding workers" in f.message
+    assert [f for f in scan_files(plain).findings if f.code == "IO001"] == []  # nothing decoded: a guess, not reported
     images = dict(plain, **{"data.py": "import torch\nfrom PIL import Image\n\n\nclass Images(torch.utils.data.Dataset):\n"
                                        "    def __getitem__(self, i):\n        return Image.open(self.paths[i])\n"})
     images["train.py"] = "import data\n" + images["train.py"]
