@@ -97,7 +97,8 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
-         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, keras, deepspeed ...; "
+         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, keras, deepspeed, "
+         "determined (a PyTorchTrial's train_batch stepping through its context) ...; "
          "attrs.function / attrs.cls: the function and class the training call sits in; attrs.reached_from: the functions and classes of "
          "its module that lead to it, where no module-level code does (a script importing the module trains only by calling one).")
 register("trainer_class", "code", _obj(("name", "base"), name=STR, base=STR),
@@ -189,7 +190,7 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
                                        nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
                                        num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL)},
-         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx ...; "
+         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx, determined (an experiment config's entrypoint: module:TrialClass) ...; "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
          "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "
@@ -227,7 +228,7 @@ register("config.hf_args", "config", _t("object"),
 # -- compute ---------------------------------------------------------------------------------------
 _TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
 register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
-         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex; provider aws|gcp|azure|null; "
+         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool); provider aws|gcp|azure|null; "
          "role training|serving|notebook|null (what the infrastructure names it for). attrs include runtime_ref {kind, name} "
          "and num_proc_per_node (Kubeflow Trainer TrainJob), replicated_job (TrainingRuntime), nproc_per_node "
          "(HyperPodPyTorchJob), hyperpod (SageMaker HyperPod nodes: ml.* instance types, sagemaker.amazonaws.com/ labels), "

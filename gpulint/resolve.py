@@ -207,6 +207,8 @@ class Resolver:
         if names:
             device, why = device_of(names[0][0], provider, count if isinstance(count, int) else None)
             return device, why
+        if accel and source == "determined":
+            return GPU, f"{accel.get('count')} slots per trial (a Determined slot is a GPU), spread over agents the config does not name"
         if accel:
             return GPU, f"accelerator {accel.get('type')} requested"
         if source == "skypilot":

@@ -307,3 +307,78 @@ def test_a_pipeline_on_device_0_is_code_that_takes_the_gpu(dev, severity):
     """HF Trainer alone takes a GPU only if there is one (info); a pipeline on device 0 needs one."""
     got = codes({"train.py": PIPELINE_TRAIN.replace("DEV", dev)}, "AMP001")
     assert [s for _, s, _, _ in got] == [severity]
+
+
+# -- Determined experiment configs launch trials on slots (GPUs) ------------------------------------------
+TRIAL = """\
+import torch
+import torchvision
+from determined.pytorch import DataLoader, PyTorchTrial, PyTorchTrialContext
+
+
+class ImageNetTrial(PyTorchTrial):
+    def __init__(self, context: PyTorchTrialContext):
+        self.context = context
+        self.model = self.context.wrap_model(torchvision.models.resnet50())
+        self.opt = self.context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.1))
+AMP
+    def build_training_data_loader(self):
+        return DataLoader(self.train_set, batch_size=self.context.get_per_slot_batch_size(), num_workers=8)
+
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        images, labels = batch
+        loss = torch.nn.functional.cross_entropy(self.model(images), labels)
+        self.context.backward(loss)
+        self.context.step_optimizer(self.opt)
+        return {"loss": loss}
+"""
+EXPERIMENT = """\
+name: imagenet-resnet50
+hyperparameters:
+  global_batch_size: 512
+searcher:
+  name: single
+  metric: validation_loss
+  max_length:
+    epochs: 90
+entrypoint: ENTRY
+RESOURCES
+"""
+
+
+@pytest.mark.parametrize("entry, resources, amp, gpus, nodes, fires", [
+    ("model_def:ImageNetTrial", "resources:\n  slots_per_trial: 8", "", 8, 1, True),
+    ("model_def:ImageNetTrial", "", "", 1, 1, True),  # one slot by default
+    ("model_def:ImageNetTrial", "resources:\n  slots_per_trial: 64", "", None, None, True),
+    ("python3 -m determined.launch.torch_distributed --trial model_def:ImageNetTrial",
+     "resources:\n  slots_per_trial: 16", "", None, None, True),
+    ("model_def:ImageNetTrial", "resources:\n  slots_per_trial: 8",
+     "        self.model, self.opt = self.context.configure_apex_amp(self.model, self.opt, opt_level=\"O1\")\n", 8, 1, False),
+])
+def test_a_determined_experiment_launches_its_trial_on_its_slots(entry, resources, amp, gpus, nodes, fires):
+    files = {"exp/model_def.py": TRIAL.replace("AMP\n", amp), "exp/const.yaml": EXPERIMENT.replace("ENTRY", entry).replace(
+        "RESOURCES", resources)}
+    r = scan_files(files)
+    (wl,) = r.workloads
+    assert wl["entrypoint"] == "exp/model_def.py" and wl["resolved"]["role"] == "training"
+    comp = wl["compute"]
+    assert comp["source"] == "determined" and comp["device"] == "gpu"
+    assert comp["gpus_per_node"] == gpus and comp["nodes"] == nodes
+    amp001 = [f for f in r.findings if f.code == "AMP001"]
+    assert bool(amp001) is fires
+    if fires:
+        assert amp001[0].severity.value == "warning" and amp001[0].loc.path == "exp/model_def.py"
+
+
+def test_a_trial_nothing_launches_is_not_known_to_be_on_a_gpu():
+    r = scan_files({"exp/model_def.py": TRIAL.replace("AMP\n", "")})
+    assert [f for f in r.findings if f.code == "AMP001"] == []
+
+
+def test_an_experiment_config_that_runs_a_script_links_it():
+    exp = EXPERIMENT.replace("ENTRY", "python3 -m determined.launch.torch_distributed python3 train.py --epochs 3").replace(
+        "RESOURCES", "resources:\n  slots_per_trial: 2")
+    r = scan_files({"exp/train.py": SM_TRAIN, "exp/const.yaml": exp})
+    (wl,) = r.workloads
+    assert wl["entrypoint"] == "exp/train.py" and wl["compute"]["source"] == "determined"
+    assert wl["compute"]["gpus_per_node"] == 2

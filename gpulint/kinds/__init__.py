@@ -77,6 +77,10 @@ def _yaml_infra(source: Source) -> list[Fact]:
         vx = [d for d in rest if cloud.looks_like_vertex(d)]
         if vx:
             out += cloud.read_vertex(vx, source.path)
+        det = importlib.import_module("gpulint.readers.determined")
+        experiments = [d for d in rest if det.looks_like_determined(d)]
+        if experiments:
+            out += det.read_determined(experiments, source.path)
     return out
 
 
@@ -158,7 +162,8 @@ def gpulint_fact_extractors():
         Extractor("python", ("python", "notebook"), _python, needs=ML_WORDS),
         Extractor("configs", ("yaml", "json"), _configs),
         Extractor("notebook-shell", ("notebook", "python"), _notebook_shell),  # python: Databricks notebook sources
-        Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:", "cmd:")),
+        Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:", "cmd:",
+                                                           "entrypoint:")),
         Extractor("terraform", ("terraform",), _lazy("gpulint.readers.terraform", "read")),
         Extractor("terraform-json", ("json",), _terraform_json),
         Extractor("gpu-monitoring", ("yaml", "json", "terraform", "shell", "dockerfile", "toml"), _gpu_monitoring,

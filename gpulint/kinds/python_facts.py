@@ -618,6 +618,13 @@ def _training(f: _Facts) -> None:
         elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and (
                 not q or q.startswith(("transformers.TF", "tensorflow.", "keras.", "tf_keras."))):
             f.add("trains", {"via": "keras"}, c.node, "fit", **_owner(ix, c))
+    # a Determined trial: the platform runs the loop and calls the trial's train_batch, which steps through its context
+    for name, (node, bases) in ix.classes.items():
+        if any(b.rsplit(".", 1)[-1] == "PyTorchTrial" for b in bases):
+            step = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "train_batch"), None)
+            back = next((c for c in ix.method_calls("backward") if c.receiver.endswith("context")), None)
+            if step is not None and back is not None:
+                f.add("trains", {"via": "determined"}, step, f"{name}.train_batch", function="train_batch", cls=name)
     # a custom TensorFlow loop: GradientTape gradients applied by an optimizer
     tape = [c for c in ix.method_calls("gradient") if ix.imports_any("tensorflow")]
     applied = [c for c in ix.method_calls("apply_gradients")]
@@ -923,6 +930,11 @@ def _precision(f: _Facts) -> None:
         f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else None,
                             "enabled": (enabled if enabled in (True, False) else None) if on is True else None},
               c.node, "functools.partial", in_with=False, scope=c.scope)
+    for c in ix.method_calls("configure_apex_amp"):
+        # a Determined trial's ``self.context.configure_apex_amp(models, optimizers, opt_level="O1")``: apex AMP
+        level = f.val(c, "opt_level") if f.present(c, "opt_level") else "O1"
+        on = None if level is UNKNOWN or isinstance(level, (dict, OneOf)) else (str(level).upper() != "O0")
+        f.add("precision", {"mechanism": "apex", "dtype": "fp16" if on else None, "enabled": on}, c.node, "configure_apex_amp")
     for c in ix.calls_to("apex.amp.initialize"):
         level = f.val(c, "opt_level")
         on = None if level is UNKNOWN or isinstance(level, (dict, OneOf)) else (str(level).upper() != "O0")
