@@ -69,7 +69,8 @@ def test_libcst_tree_is_parsed_only_when_asked_for():
 
 
 def test_fix_lands_on_the_call_after_non_ascii_text(tmp_path, capsys):
-    files = {"train.py": "from torch.utils.data import DataLoader\n"
+    files = {"train.py": "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
+                         "jeu_données = ImageFolder('/données')\n"
                          "étape = 'préparation'; loader = DataLoader(jeu_données, num_workers=4)  # données\n"
                          "model = model.cuda()\n" + LOOP}
     write_tree(tmp_path, files)

@@ -76,10 +76,10 @@ def codes(root: Path, path: str | None = None) -> list[tuple[str, str, int]]:
 # (id, files, code, --unsafe-fixes?, file that changes, text it must contain afterwards)
 CASES = [
     ("IO002 multi-line call with a trailing comma", {
-        "train.py": "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(\n    ds,\n    batch_size=32,\n    num_workers=4,\n)\n" + LOOP,
+        "train.py": "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\n\nloader = DataLoader(\n    ds,\n    batch_size=32,\n    num_workers=4,\n)\n" + LOOP,
     }, "IO002", False, "train.py", "    num_workers=4,\n    pin_memory=True,\n)"),
     ("IO002 one-line call", {
-        "train.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)  # training data\n" + LOOP,
+        "train.py": "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds, num_workers=4)  # training data\n" + LOOP,
     }, "IO002", False, "train.py", "DataLoader(ds, num_workers=4, pin_memory=True)  # training data"),
     ("IO001 num_workers absent", {
         "train.py": "import torch.utils.data as tud\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = tud.DataLoader(ds, batch_size=32, pin_memory=True)\n" + LOOP,
@@ -359,7 +359,7 @@ def test_fix_through_stdin_prints_the_fixed_text(tmp_path):
 
 
 def test_diff_exit_codes_and_untouched_files_through_the_cli(tmp_path):
-    src = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n" + LOOP
+    src = "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds, num_workers=4)\n" + LOOP
     (tmp_path / "train.py").write_text(src)
     proc = run_cli("scan", ".", "--diff", cwd=tmp_path)
     assert proc.returncode == 1 and proc.stdout.startswith("--- a/train.py\n+++ b/train.py\n")

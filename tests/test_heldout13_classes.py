@@ -101,7 +101,8 @@ for x in loader:
 def test_io001_is_silent_for_iterable_datasets_that_do_not_shard_by_worker(files, io001):
     got = codes({**files, "run.sh": "python train.py\n"}, "IO001")
     assert bool(got) is io001
-    assert codes({**files, "run.sh": "python train.py\n"}, "IO002")  # pinning still applies to their batches
+    if "Image.open" in files["train.py"]:
+        assert codes({**files, "run.sh": "python train.py\n"}, "IO002")  # pinning still applies to decoded images
 
 
 # -- a loader built in a function of an imported module that the workload never calls -------------------

@@ -215,7 +215,10 @@ if __name__ == "__main__":
 TRAIN_IMPORTING = '''\
 import torch
 from torch.utils.data import DataLoader
+from torchvision.datasets import ImageFolder
 from evaluation import evaluate
+
+ds = ImageFolder("/data/train")
 
 model = Net().cuda()
 opt = torch.optim.AdamW(model.parameters())

@@ -673,11 +673,12 @@ def test_an_idle_notebook_pod_without_a_machine_type_is_not_named_none():
     ("pad_only", True),
 ])
 def test_a_collate_function_that_builds_batches_on_the_gpu_gets_no_io_advice(collate, reported):
-    code = ("import torch\nfrom functools import partial\nfrom torch.utils.data import DataLoader\n\n\n"
+    code = ("import torch\nfrom functools import partial\nfrom torch.utils.data import DataLoader\n"
+            "from torchvision.datasets import ImageFolder\n\n\n"
             "def collate_batch(batch, device='cuda'):\n    x = torch.stack(batch)\n    return x.to(device)\n\n\n"
             "def pad_only(batch):\n    return torch.nn.utils.rnn.pad_sequence(batch)\n\n\n"
             "device = torch.device('cuda')\n"
-            f"loader = DataLoader(ImageRows(root), batch_size=8, collate_fn={collate})\n"
+            f"loader = DataLoader(ImageFolder(root), batch_size=8, collate_fn={collate})\n"
             "model = Net().to(device)\nopt = torch.optim.AdamW(model.parameters())\n"
             "for x in loader:\n    model(x).mean().backward()\n    opt.step()\n")
     assert bool(findings({"train.py": code, "job.sbatch": GPU_JOB}, "IO")) is reported
@@ -716,8 +717,9 @@ def test_a_module_between_the_entry_and_its_trainer_is_read_though_it_names_no_f
     ("for batch in train_dl:\n    model(**batch).loss.backward()\n    opt.step()", True),
 ])
 def test_a_loader_that_is_only_peeked_into_is_not_the_training_loader(use, reported):
-    nb = _nb(_cell("import torch\nfrom torch.utils.data import DataLoader\nfrom transformers import Trainer, TrainingArguments"),
-             _cell("train_dl = DataLoader(ImageRows(root), collate_fn=collate, batch_size=4)"), _cell(use),
+    nb = _nb(_cell("import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
+                   "from transformers import Trainer, TrainingArguments"),
+             _cell("train_dl = DataLoader(ImageFolder(root), collate_fn=collate, batch_size=4)"), _cell(use),
              _cell("model = Vit().cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
                    "Trainer(model=model, args=TrainingArguments('out', dataloader_num_workers=4), train_dataset=ds).train()"))
     assert bool(findings({"vit.ipynb": nb, "job.sbatch": GPU_JOB.replace("python train.py", "jupyter nbconvert --execute vit.ipynb")},

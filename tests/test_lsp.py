@@ -211,6 +211,8 @@ model = model.cuda()
 for x in loader:
     model(x.cuda()).sum().backward()
     opt.step()
+from torchvision.datasets import ImageFolder  # the images it loads (decoded on the host: IO001/IO002 apply)
+ds = ImageFolder("/data/train")
 """
 
 

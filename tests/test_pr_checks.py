@@ -30,6 +30,8 @@ model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
 for x in loader:
     model(x.cuda()).loss.backward()
     opt.step()
+from torchvision.datasets import ImageFolder  # decoded on the host: IO002 applies
+ds = ImageFolder("/data/captions")
 """
 TF = 'resource "aws_instance" "trainer" {{\n  ami           = "ami-0abc"\n  instance_type = "{instance}"\n}}\n'
 # two training scripts and one instance: linking cannot pair them by itself, the config pins both

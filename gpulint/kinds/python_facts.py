@@ -1636,8 +1636,7 @@ _MEDIA_KEY = re.compile(r"pixel|image|img|audio|video|frames", re.I)
 #: per-sample decoding of media: the host work DataLoader workers exist for
 MEDIA_DECODERS = ("PIL.Image.open", "cv2.imread", "cv2.imdecode", "torchvision.io.read_image", "torchvision.io.decode_image",
                   "torchvision.io.decode_jpeg", "torchvision.io.read_video", "torchaudio.load", "librosa.load", "soundfile.read",
-                  "imageio.imread", "imageio.v3.imread", "skimage.io.imread", "torchvision.datasets.ImageFolder",
-                  "torchvision.datasets.DatasetFolder", "decord.VideoReader", "av.open")
+                  "imageio.imread", "imageio.v3.imread", "skimage.io.imread", "decord.VideoReader", "av.open")
 #: random augmentation transforms (torchvision v1/v2, albumentations): computed per sample on the host
 _AUGMENT = re.compile(r"^(torchvision\.transforms(\.v2)?\.(Random\w+|ColorJitter|TrivialAugmentWide|RandAugment|AutoAugment|AugMix)"
                       r"|albumentations\.\w+)$")
@@ -1677,7 +1676,7 @@ def _media(f: _Facts) -> None:
     for c in sorted(f.ix.calls, key=lambda c: _AUGMENT.match(c.qualname or "") is not None):
         q = c.qualname or ""
         augment = _AUGMENT.match(q) is not None and augments_per_sample
-        if not (q in MEDIA_DECODERS or augment):
+        if not (q in MEDIA_DECODERS or q in _FOLDER_DATASETS or augment):
             continue
         if not augment and q not in _FOLDER_DATASETS:
             per_sample = per_sample if per_sample is not None else _sample_path_functions(f.ix)
@@ -1687,7 +1686,12 @@ def _media(f: _Facts) -> None:
         return
 
 
-_FOLDER_DATASETS = frozenset({"torchvision.datasets.ImageFolder", "torchvision.datasets.DatasetFolder"})
+#: torchvision datasets that open and decode an image or video file per sample (ImageFolder and the datasets built
+#: like it); the in-memory ones (MNIST, CIFAR, SVHN arrays) are not here
+_FOLDER_DATASETS = frozenset({f"torchvision.datasets.{name}" for name in (
+    "ImageFolder", "DatasetFolder", "ImageNet", "CocoDetection", "CocoCaptions", "VOCDetection", "VOCSegmentation",
+    "Places365", "LSUN", "CelebA", "Flowers102", "Food101", "StanfordCars", "OxfordIIITPet", "INaturalist", "Caltech101",
+    "Caltech256", "Cityscapes", "SBDataset", "WIDERFace", "Imagenette", "Kinetics", "UCF101", "HMDB51")})
 
 
 def _loader_purpose(c: Call) -> str:
