@@ -383,3 +383,19 @@ def test_an_experiment_config_that_runs_a_script_links_it():
     (wl,) = r.workloads
     assert wl["entrypoint"] == "exp/train.py" and wl["compute"]["source"] == "determined"
     assert wl["compute"]["gpus_per_node"] == 2
+
+
+# -- Lightning 1.x gpus= ------------------------------------------------------------------------------------
+LIGHTNING_GPUS = """\
+import pytorch_lightning as pl
+from models import ViT
+trainer = pl.Trainer(ARGS, max_epochs=30)
+trainer.fit(ViT(depth=24))
+"""
+
+
+@pytest.mark.parametrize("args, severity", [("gpus=0", None), ("gpus=None", None), ("gpus=1", "warning"),
+                                            ("gpus=args.gpus", "info"), ("accelerator='gpu', devices=1", "warning")])
+def test_lightning_gpus_zero_trains_on_the_cpu(args, severity):
+    got = codes({"train.py": LIGHTNING_GPUS.replace("ARGS", args), "run.sh": "python train.py\n"}, "AMP001")
+    assert [s for _, s, _, _ in got] == ([severity] if severity else [])

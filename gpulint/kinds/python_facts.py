@@ -688,8 +688,13 @@ def _training(f: _Facts) -> None:
     for c in ix.calls:
         if _framework_class(c.qualname or "", local_trainers) in LIGHTNING_TRAINERS:
             acc = f.val(c, "accelerator")
-            if acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
-                f.add("uses_gpu", {"via": "lightning", "auto": acc not in ("gpu", "cuda")}, c.node, c.qualname)
+            gpus = f.val(c, "gpus") if f.present(c, "gpus") else UNKNOWN
+            if f.present(c, "gpus") and not f.present(c, "accelerator") and (gpus == 0 or gpus is None):
+                # Lightning 1.x: ``Trainer(gpus=0)`` (or None) trains on the CPU, whatever the machine has
+                f.add("cpu_only", {"via": f"lightning gpus={gpus}"}, c.node, c.qualname)
+            elif acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
+                asks = acc in ("gpu", "cuda") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0)
+                f.add("uses_gpu", {"via": "lightning", "auto": not asks}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
     # an XLA device (TPU, Trainium and Inferentia through torch-neuronx) or Intel Gaudi's HPU: not a CUDA GPU
