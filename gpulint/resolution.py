@@ -244,7 +244,7 @@ class WorkloadResolution:
     checkpoint: CheckpointInfo
     launch_nodes: int | None = None  # nodes the launchers ask for (--nnodes, num_machines, srun -N)
     tutorial: str | None = None  # what makes it tutorial-sized (gpulint.scale): MNIST, a 1.2M-parameter model ...
-    gpus_hidden: str | None = None  # every launcher starts it with no GPU visible (CUDA_VISIBLE_DEVICES= at Makefile:6)
+    gpus_hidden: str | None = None  # every launcher runs it with no usable GPU (CUDA_VISIBLE_DEVICES= at Makefile:6, a CPU-only torch image)
 
     @property
     def device(self) -> str:

@@ -416,12 +416,17 @@ _NO_GPU_VISIBLE = ("", "-1", "none", "NoDevFiles")
 
 def _gpus_hidden(wl: Workload) -> str | None:
     """Where the workload's launchers hide every GPU (``CUDA_VISIBLE_DEVICES= python train.py``, or exported empty
-    earlier in the launcher's file), when every launcher does: the process then trains on the CPU whatever its code
-    asks for. None when a launcher leaves the GPUs visible, sets it at run time, or only in a branch."""
+    earlier in the launcher's file) or run it in an image whose PyTorch is a CPU-only build (a Dockerfile that
+    installs from download.pytorch.org/whl/cpu), when every launcher does: the process then trains on the CPU
+    whatever its code asks for. None when a launcher leaves the GPUs visible, sets it at run time, or only in a branch."""
     if not wl.launchers:
         return None
     where = []
     for l in wl.launchers:
+        cpu_image = (l.attrs or {}).get("image_cpu_torch")
+        if cpu_image:
+            where.append(f"its image installs a CPU-only PyTorch at {cpu_image}")
+            continue
         sets = [e for e in wl.env if e.value.get("name") == "CUDA_VISIBLE_DEVICES" and e.loc.path == l.loc.path
                 and (e.loc.line or 0) <= (l.loc.line or 0) and (not e.target or e.target == l.target)]
         last = max(sets, key=lambda e: e.loc.line or 0, default=None)  # the assignment in force when it runs

@@ -399,3 +399,17 @@ trainer.fit(ViT(depth=24))
 def test_lightning_gpus_zero_trains_on_the_cpu(args, severity):
     got = codes({"train.py": LIGHTNING_GPUS.replace("ARGS", args), "run.sh": "python train.py\n"}, "AMP001")
     assert [s for _, s, _, _ in got] == ([severity] if severity else [])
+
+
+@pytest.mark.parametrize("install, hidden", [
+    ("RUN pip install wandb torch torchvision --extra-index-url https://download.pytorch.org/whl/cpu", True),
+    ("RUN pip install torch==2.3.1+cpu -f https://download.pytorch.org/whl/torch_stable.html", True),
+    ("RUN conda install pytorch torchvision cpuonly -c pytorch", True),
+    ("RUN pip install torch torchvision", False),
+])
+def test_an_image_with_a_cpu_only_torch_runs_its_entrypoint_on_the_cpu(install, hidden):
+    dockerfile = f'FROM python:3.11\nCOPY . /src\nWORKDIR /src\n{install}\nENTRYPOINT ["python3", "train.py"]\n'
+    r = scan_files({"train.py": DECODING_TRAIN, "Dockerfile": dockerfile})
+    (wl,) = r.workloads
+    assert bool(wl["resolved"].get("gpus_hidden")) is hidden
+    assert (r.findings == []) is hidden

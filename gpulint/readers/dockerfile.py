@@ -37,6 +37,7 @@ class _Stage:
     name: str | None
     vars: dict = field(default_factory=dict)  # ENV and ARG values visible in the stage
     env: dict = field(default_factory=dict)  # ENV name -> Fact
+    cpu_torch: str | None = None  # where a RUN installs a CPU-only PyTorch build ("Dockerfile:4")
     entrypoint: _Instr | None = None
     cmd: _Instr | None = None
 
@@ -113,7 +114,12 @@ class _Reader:
             return []
         final = self.stages[-1]
         facts = sorted(final.env.values(), key=lambda f: (f.loc.line, f.loc.column))
-        return facts + self._launch(final)
+        launches = self._launch(final)
+        if final.cpu_torch:
+            for f in launches:
+                if f.kind == "launch":
+                    f.attrs["image_cpu_torch"] = final.cpu_torch  # the command runs where torch has no CUDA
+        return facts + launches
 
     # -- instructions
     def _from(self, ins: _Instr) -> None:
@@ -126,7 +132,12 @@ class _Reader:
             stage.vars = {k: base.vars[k] for k in base.env if k in base.vars}
             stage.env = dict(base.env)
             stage.entrypoint, stage.cmd = base.entrypoint, base.cmd
+            stage.cpu_torch = base.cpu_torch
         self.stages.append(stage)
+
+    def _run(self, ins: _Instr) -> None:
+        if self.stages and _CPU_TORCH.search(ins.args):
+            self.stages[-1].cpu_torch = f"{self.path}:{ins.line}"
 
     def _arg(self, ins: _Instr) -> None:
         for tok in _Lexer(ins.args, ins.line, ins.column).tokens():
@@ -213,7 +224,9 @@ class _Reader:
         return ShellScanner(self.path, env_vars).feed(ins.args, ins.line, ins.column)
 
 
-_HANDLED = {"FROM": "_from", "ARG": "_arg", "ENV": "_env", "ENTRYPOINT": "_entrypoint", "CMD": "_cmd"}
+_HANDLED = {"FROM": "_from", "ARG": "_arg", "ENV": "_env", "ENTRYPOINT": "_entrypoint", "CMD": "_cmd", "RUN": "_run"}
+#: a CPU-only PyTorch build: pip from the CPU wheel index, a +cpu local version, conda's cpuonly package
+_CPU_TORCH = re.compile(r"download\.pytorch\.org/whl/cpu\b|\btorch(?:vision|audio)?==[\w.]+\+cpu\b|\bcpuonly\b")
 
 
 def read_dockerfile(text: str, path: str) -> list[Fact]:
