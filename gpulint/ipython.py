@@ -42,6 +42,8 @@ _ESCAPE = re.compile(r"^[ \t]*(?:!|%|\?|/[A-Za-z_]|;[A-Za-z_]|,[A-Za-z_])")
 _HELP_END = re.compile(r"^[ \t]*%{0,2}[\w*]+(?:\.[\w*]+|\[\d+\])*\?\??[ \t]*$")
 _ASSIGN_ESCAPE = re.compile(r"^(?P<lhs>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)[ \t]*=[ \t]*(?:!|%)")
 _AUTOMAGIC = re.compile(r"^[ \t]*(?P<name>[A-Za-z_]\w*)[ \t]+(?P<rest>\S.*)$")
+#: an assignment left blank for the reader: nothing (or only a comment) after ``=``, or a ``<placeholder>``
+_BLANK_TO_FILL = re.compile(r"^(?P<lhs>[ \t]*[A-Za-z_][\w.]*)[ \t]*=[ \t]*(?:<[^<>\n]*>[ \t]*)?(?:#.*)?$")
 # what changes the bracket depth or opens a multi-line string on one line
 _LINE_TOKENS = re.compile(r"""#[^\n]*|[rRbBuUfF]{0,2}(?:'''|\"\"\"|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|[()\[\]{}]|\\$""")
 
@@ -132,6 +134,12 @@ def _line_magics(lines: list[str]) -> list[str]:
             escaped = line.rstrip().endswith("\\")
             continue
         at_statement_start = depth == 0 and triple is None and not continued
+        blank = _BLANK_TO_FILL.match(line) if at_statement_start else None
+        if blank:
+            # a course notebook's blank for the reader to fill (``PROJECT = # TODO: your project``, ``REGION = <region>``):
+            # no cell runs as written; the rest of the cell is read with the blank left unknown
+            out.append(f"{blank.group('lhs')} = None")
+            continue
         if at_statement_start and _is_ipython(line):
             m = _ASSIGN_ESCAPE.match(line)
             out.append(f"{m.group('lhs')} = None" if m else _indent(line) + "pass")

@@ -413,3 +413,27 @@ def test_an_image_with_a_cpu_only_torch_runs_its_entrypoint_on_the_cpu(install, 
     (wl,) = r.workloads
     assert bool(wl["resolved"].get("gpus_hidden")) is hidden
     assert (r.findings == []) is hidden
+
+
+# -- a course notebook's blanks for the reader to fill are not syntax errors ------------------------------
+def _notebook(*cells: str) -> str:
+    import json
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": c.splitlines(keepends=True)} for c in cells],
+                       "metadata": {"kernelspec": {"name": "python3", "language": "python"}}, "nbformat": 4,
+                       "nbformat_minor": 5})
+
+
+@pytest.mark.parametrize("blank", ["PROJECT_ID = # TODO: set your project", "REGION = <your-region>",
+                                   "ENDPOINT =   # Enter your ENDPOINT here."])
+def test_a_blank_to_fill_in_a_notebook_cell_is_read_as_unknown(blank):
+    nb = _notebook("import torch, torchvision\n" + blank + "\nmodel = torchvision.models.resnet50().cuda()\n"
+                   "for x, y in loader:\n    loss_fn(model(x.cuda()), y.cuda()).backward()\n    opt.step()\n")
+    got = codes({"lab.ipynb": nb})
+    assert not [c for c in got if c[0] == "SYS001"]
+    assert [c for c in got if c[0] == "AMP001"]  # the rest of the cell is read
+
+
+def test_a_real_syntax_error_in_a_cell_is_still_reported():
+    nb = _notebook("import torch\nmodel = torch.nn.Linear(8, 8\nprint(model)\n")
+    assert [c for c in codes({"lab.ipynb": nb}) if c[0] == "SYS001"]
