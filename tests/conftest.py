@@ -55,3 +55,14 @@ def read_all(fd: int) -> bytes:
             break
         chunks.append(data)
     return b"".join(chunks)
+
+
+def assert_amp_or_tutorial(result, wl: dict, severity: str | None, tutorial: str) -> None:
+    """AMP001 at `severity`; or, for None, no AMP001 because the workload is tutorial-sized by `tutorial` on no
+    named GPU instance, as `gpulint workloads` states (resolved.tutorial_sized)."""
+    amp = [f for f in result.findings if f.code == "AMP001"]
+    if severity is None:
+        assert amp == [] and tutorial in (wl["resolved"].get("tutorial_sized") or ""), wl["resolved"]
+    else:
+        (f,) = amp
+        assert f.severity.value == severity, f.message

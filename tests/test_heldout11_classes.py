@@ -2,22 +2,12 @@
 reproduced in a few lines written for the purpose."""
 import pytest
 
+from conftest import assert_amp_or_tutorial
 from gpulint.testing import scan_files
 
 
 def findings(files: dict, prefix: str = ""):
     return [f for f in scan_files(files).findings if f.code.startswith(prefix)]
-
-
-def _amp_or_tutorial(result, wl: dict, severity: str | None, tutorial: str) -> None:
-    """AMP001 at `severity`, or (None) no AMP001 because the workload is tutorial-sized by `tutorial` on no named
-    GPU instance, as `gpulint workloads` states."""
-    amp = [f for f in result.findings if f.code == "AMP001"]
-    if severity is None:
-        assert amp == [] and tutorial in (wl["resolved"].get("tutorial_sized") or ""), wl["resolved"]
-    else:
-        (f,) = amp
-        assert f.severity.value == severity, f.message
 
 
 
@@ -464,7 +454,7 @@ def test_a_manifest_template_launches_and_its_toy_data_path_makes_a_tutorial_siz
     result = scan_files(files)
     (wl,) = [w for w in result.workloads if w["entrypoint"] == "app/imagenet.py"]
     assert [l["path"] for l in wl["launchers"]] == [f"app/{name}"]
-    _amp_or_tutorial(result, wl, severity, "tiny-imagenet-200")
+    assert_amp_or_tutorial(result, wl, severity, "tiny-imagenet-200")
 
 
 # -- a Keras functional model is counted from its layers -------------------------------------------------
@@ -756,4 +746,4 @@ def test_a_torchx_launch_links_its_script_and_its_data_path_counts(data, severit
     result = scan_files(files)
     (wl,) = [w for w in result.workloads if w["entrypoint"] == "app/imagenet.py"]
     assert [l["value"]["tool"] for l in wl["launchers"]] == ["torchx"]
-    _amp_or_tutorial(result, wl, severity, "tiny-imagenet-200")
+    assert_amp_or_tutorial(result, wl, severity, "tiny-imagenet-200")

@@ -7,21 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_amp_or_tutorial
 from gpulint.rulekit import gpu_evidence
 from gpulint.testing import scan_files, scan_tree, write_tree
 
 
 def _amp_or_tutorial(files: dict, entry: str, severity: str | None, tutorial: str) -> None:
-    """AMP001 at `severity`, or (None) none because the workload is tutorial-sized by `tutorial` on no named GPU
-    instance, as `gpulint workloads` states."""
     result = scan_files(files)
     (wl,) = [w for w in result.workloads if w["entrypoint"] == entry]
-    amp = [f for f in result.findings if f.code == "AMP001"]
-    if severity is None:
-        assert amp == [] and tutorial in (wl["resolved"].get("tutorial_sized") or ""), wl["resolved"]
-    else:
-        (f,) = amp
-        assert f.severity.value == severity, f.message
+    assert_amp_or_tutorial(result, wl, severity, tutorial)
 
 
 def findings(files: dict, prefix: str = ""):
