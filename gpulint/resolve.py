@@ -19,11 +19,11 @@ from gpulint.catalogue import Catalogue, Instance
 from gpulint.families import CPU, GPU, UNKNOWN, device_of
 from gpulint.model import Fact, Location
 from gpulint.precision import precision_view, resolve_cli
-from gpulint.scale import tutorial_size
 from gpulint.resolution import (
     BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
     WorkloadResolution,
 )
+from gpulint.scale import tutorial_size
 from gpulint.tfvalues import TerraformValues, is_ref
 from gpulint.workloads import Compute, Repo, Workload
 
@@ -180,8 +180,9 @@ class Resolver:
                 got = self.tf.resolve(out[key]["ref"], folder)
                 if got.known:
                     out[key] = got.value
-        if isinstance(out.get("count"), str):
-            out["count"] = _whole(out["count"]) if _whole(out["count"]) is not None else out["count"]
+        count = _whole(out.get("count"))
+        if count is not None:
+            out["count"] = count  # "1" from a string-typed variable: Terraform converts it to a number
         return out
 
     @staticmethod
@@ -208,7 +209,8 @@ class Resolver:
             device, why = device_of(names[0][0], provider, count if isinstance(count, int) else None)
             return device, why
         if accel and source == "determined":
-            return GPU, f"{accel.get('count')} slots per trial (a Determined slot is a GPU), spread over agents the config does not name"
+            return GPU, (f"{accel.get('count')} slots per trial (a Determined slot is a GPU), spread over agents the "
+                         f"config does not name")
         if accel:
             return GPU, f"accelerator {accel.get('type')} requested"
         if source == "skypilot":
@@ -271,7 +273,7 @@ class Resolver:
                                  precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),
                                  launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model), gpus_hidden=_gpus_hidden(wl))
         if res.gpus_hidden:
-            wl.reasons.append(f"device: every launcher starts it with no GPU visible ({res.gpus_hidden}): GPU checks do not apply")
+            wl.reasons.append(f"device: every launcher runs it with no usable GPU ({res.gpus_hidden}): GPU checks do not apply")
         if rc is not None and rc.device == CPU:
             wl.reasons.append(f"device: {rc.id} is CPU compute ({rc.device_reason}): GPU checks do not apply")
         elif rc is not None:

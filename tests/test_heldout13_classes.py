@@ -48,7 +48,7 @@ def test_hidden_gpus_are_stated_in_the_workload_model():
     r = scan_files({"train.py": DECODING_TRAIN, "Makefile": "test:\n\tCUDA_VISIBLE_DEVICES= python train.py\n"})
     (wl,) = r.workloads
     assert wl["resolved"]["gpus_hidden"] == "CUDA_VISIBLE_DEVICES= at Makefile:2"
-    assert any("no GPU visible" in reason for reason in wl["links"])
+    assert any("no usable GPU" in reason for reason in wl["links"])
 
 
 # -- an IterableDataset that does not split its stream by worker: adding workers duplicates the data -----
