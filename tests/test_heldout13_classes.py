@@ -437,3 +437,22 @@ def test_a_blank_to_fill_in_a_notebook_cell_is_read_as_unknown(blank):
 def test_a_real_syntax_error_in_a_cell_is_still_reported():
     nb = _notebook("import torch\nmodel = torch.nn.Linear(8, 8\nprint(model)\n")
     assert [c for c in codes({"lab.ipynb": nb}) if c[0] == "SYS001"]
+
+
+# -- a scheduler's GPU request in the code: Ray tasks and Serve deployments, BentoML services ---------------
+@pytest.mark.parametrize("decorator, gpu", [
+    ('@serve.deployment(ray_actor_options={"num_gpus": 1})', True),
+    ('@serve.deployment(ray_actor_options={"num_gpus": 0.5})', True),
+    ('@serve.deployment(ray_actor_options={"num_cpus": 2})', False),
+    ("@serve.deployment(ray_actor_options=opts)", False),
+    ("@ray.remote(num_gpus=1)", True),
+    ('@bentoml.service(resources={"gpu": 1, "gpu_type": "nvidia-l4"})', True),
+])
+def test_a_declared_gpu_request_is_gpu_use(decorator, gpu):
+    code = ("import bentoml\nimport ray\nfrom ray import serve\nimport torch\n\n\n" + decorator + "\nclass Embedder:\n"
+            "    def __init__(self):\n        self.model = torch.jit.load('model.pt')\n\n"
+            "    def __call__(self, x):\n        return self.model(x)\n\n\nserve.run(Ingress.bind())\n")
+    r = scan_files({"serve.py": code})
+    assert r.workloads
+    facts = [f for w in r.workloads for f in w["facts"] if f["kind"] == "uses_gpu"]
+    assert bool(facts) is gpu

@@ -661,6 +661,13 @@ def _training(f: _Facts) -> None:
                     continue  # ``device = torch.device("cuda")`` that nothing reads: the model never goes there
                 f.add("uses_gpu", {"via": "device", "probe": "gpu" in c.guards}, c.node, "cuda")
                 break
+    for c in ix.calls_to(*_GPU_RESOURCE_DECLARATIONS):
+        # a Ray task/actor or Serve deployment, or a BentoML service, that asks its scheduler for GPUs: it is placed on
+        # one or never runs
+        gpus = _declared_gpus(f, c)
+        if isinstance(gpus, (int, float)) and not isinstance(gpus, bool) and gpus > 0:
+            f.add("uses_gpu", {"via": f"{c.qualname} asks for {gpus} GPU(s)"}, c.node, c.qualname)
+            break
     said_asserted = None  # the print/assert walk of the file, only once a CUDA query is there to judge
     for c in ix.calls:
         q = c.qualname or ""
@@ -804,6 +811,20 @@ def _parameter_default(tree: ast.AST | None, node: ast.AST, name: str) -> Any:
     defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults):]], a.defaults))
     defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
     return literal(defaults[name]) if name in defaults else UNKNOWN
+
+
+#: decorators and calls that declare the GPUs a task, actor, deployment or service is scheduled with
+_GPU_RESOURCE_DECLARATIONS = ("ray.remote", "ray.serve.deployment", "bentoml.service")
+
+
+def _declared_gpus(f: _Facts, c: Call) -> Any:
+    """GPUs a scheduler gives the decorated code: ``@ray.remote(num_gpus=1)``, ``@serve.deployment(ray_actor_options=
+    {"num_gpus": 1})``, ``@bentoml.service(resources={"gpu": 1})``; UNKNOWN where the value is not literal."""
+    if c.qualname == "ray.remote":
+        return f.val(c, "num_gpus") if f.present(c, "num_gpus") else UNKNOWN
+    key, inner = ("ray_actor_options", "num_gpus") if c.qualname == "ray.serve.deployment" else ("resources", "gpu")
+    opts = f.val(c, key) if f.present(c, key) else UNKNOWN
+    return opts.get(inner, UNKNOWN) if isinstance(opts, dict) else UNKNOWN
 
 
 # -- serving -----------------------------------------------------------------------------
