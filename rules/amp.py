@@ -249,8 +249,8 @@ trainer = L.Trainer(accelerator="gpu", devices=8)
 trainer.fit(model, datamodule=dm)
 """,
             },
-            expect=[Expect("train.py", 3, "precision is not set (default \"32-true\")")],
-            title="Lightning defaults to 32-true",
+            expect=[Expect("train.py", 2, "precision is not set (default \"32-true\")")],
+            title="Lightning defaults to 32-true: reported at the Trainer that leaves it unset",
         ),
         Example(
             {
@@ -279,7 +279,9 @@ Trainer(model=model, args=args).train()
             return
         explicit = sorted(view.off, key=lambda f: f.loc)
         # TrainingArguments that leave bf16/fp16 unset: the place to add them (and where the fix writes)
-        unset = next((f for f in sorted(view.default_off, key=lambda f: f.loc) if f.value.get("mechanism") == "hf_args"), None)
+        # (likewise a Lightning Trainer or Fabric left at its "32-true" default: the call to add precision= to)
+        unset = next((f for f in sorted(view.default_off, key=lambda f: f.loc) if f.value.get("mechanism") == "hf_args"
+                      or (f.value.get("mechanism") == "lightning" and f.value.get("default"))), None)
         at = explicit[0] if explicit else unset or trains
         if explicit:
             how = f"{at.key or 'precision'} disables it at {at.loc.short()}"
