@@ -3,7 +3,8 @@ and read by every rule that costs GPU efficiency, so they agree, and ``gpulint w
 
 A step is bound by data loading and kernel launches rather than GPU math when the model is small: the
 benchmark dataset it trains on (MNIST, CIFAR ...) with a model not known to be large, or a model of fewer
-than SMALL_MODEL_PARAMS parameters on any data. Advice about GPU efficiency is informational there, and no
+than SMALL_MODEL_PARAMS parameters on any data. A run whose launcher trains it on fewer than SHORT_RUN_SAMPLES
+samples in all (a model under 1B parameters) takes minutes, whatever its step is bound by. Advice about GPU efficiency is informational there, and no
 dollar figure that assumes Tensor-Core-bound throughput is attached.
 """
 from __future__ import annotations
@@ -20,6 +21,13 @@ TOY_MODEL_PARAMS = 20_000_000
 #: below this a model is tutorial-sized on any data (an MNIST MLP has 0.1-1.6M, LeNet 60k): ResNet-18 (11.7M) and
 #: larger convolution nets on ImageNet-sized images do gain from Tensor Cores, so the bar stays well under them
 SMALL_MODEL_PARAMS = 5_000_000
+
+#: a run that trains on fewer samples than this (all epochs together) takes minutes on one GPU for models under 1B
+#: parameters: fp32 there costs little whatever the data (a BERT-base on MRPC for 400 batches, a detector fine-tuned
+#: on 170 images)
+SHORT_RUN_SAMPLES = 20_000
+#: a model this large turns even a short run into GPU-hours
+LARGE_MODEL_PARAMS = 1_000_000_000
 
 #: the small benchmark datasets a file or data folder is named after
 _TOY_NAMES = r"fashion_?mnist|mnist|cifar-?100|cifar-?10|svhn"
@@ -44,6 +52,12 @@ def tutorial_size(wl: Workload, model: ModelInfo | None) -> str | None:
         if hit:
             toys.append(f"{hit.group(2)} (the data its launcher passes at {l.loc.short()})")
             break
+    # the run's length its launcher decides (a Determined searcher.max_length): every launcher's run is short
+    budgets = [((l.attrs or {}).get("run_samples"), (l.attrs or {}).get("run_samples_at")) for l in wl.launchers]
+    if budgets and all(isinstance(n, int) and n < SHORT_RUN_SAMPLES for n, _ in budgets) and not (
+            model is not None and isinstance(model.params, int) and model.params >= LARGE_MODEL_PARAMS):
+        n, at = max(budgets, key=lambda b: b[0])
+        return f"a run of {n:,} samples ({at})"
     named = wl.code_facts("model.name")  # a named (pretrained) model is a real network, known size or not
     # embedding tables are looked up, not multiplied: the math of an IMDB CNN with a 6M-entry embedding is its 0.3M rest
     counted = model is not None and type(model.params) is int and type(model.embedding_params) is int

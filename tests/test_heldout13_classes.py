@@ -456,3 +456,21 @@ def test_a_declared_gpu_request_is_gpu_use(decorator, gpu):
     assert r.workloads
     facts = [f for w in r.workloads for f in w["facts"] if f["kind"] == "uses_gpu"]
     assert bool(facts) is gpu
+
+
+@pytest.mark.parametrize("length, hparams, records, tutorial", [
+    ("    batches: 400", "  global_batch_size: 24", "", "a run of 9,600 samples"),
+    ("    records: 5000", "  global_batch_size: 24", "", "a run of 5,000 samples"),
+    ("    epochs: 2", "  global_batch_size: 8", "records_per_epoch: 170\n", "a run of 340 samples"),
+    ("    batches: 90000", "  global_batch_size: 16", "", None),  # 1.44M samples: a real run
+    ("    batches: 400", "  global_batch_size:\n    type: int\n    minval: 8\n    maxval: 64", "", None),  # searched
+    ("    epochs: 150", "  global_batch_size: 16", "", None),  # epochs of a size the config does not say
+])
+def test_a_short_determined_run_is_tutorial_sized(length, hparams, records, tutorial):
+    exp = (f"hyperparameters:\n{hparams}\n{records}searcher:\n  name: single\n  metric: loss\n  max_length:\n{length}\n"
+           "entrypoint: model_def:ImageNetTrial\nresources:\n  slots_per_trial: 8\n")
+    r = scan_files({"exp/model_def.py": TRIAL.replace("AMP\n", ""), "exp/const.yaml": exp})
+    (wl,) = r.workloads
+    said = wl["resolved"].get("tutorial_sized")
+    assert (said is not None and said.startswith(tutorial)) if tutorial else said is None, said
+    assert any(f.code == "AMP001" for f in r.findings) is (tutorial is None)

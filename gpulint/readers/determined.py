@@ -46,9 +46,26 @@ def _slots(data: dict) -> tuple[Any, tuple]:
     return 1, ("entrypoint",)  # Determined's default: one slot per trial
 
 
+def _run_samples(data: dict) -> int | None:
+    """Samples one trial trains on, where the config decides it: ``searcher.max_length`` in records, in batches of
+    ``hyperparameters.global_batch_size``, or in epochs of ``records_per_epoch``."""
+    length = as_dict(as_dict(data.get("searcher")).get("max_length"))
+    batch = as_dict(data.get("hyperparameters")).get("global_batch_size")
+    batch = as_int(batch) if not isinstance(batch, dict) else None  # a searched range: undecided
+    if as_int(length.get("records")) is not None:
+        return as_int(length["records"])
+    if as_int(length.get("batches")) is not None and batch:
+        return as_int(length["batches"]) * batch
+    if as_int(length.get("epochs")) is not None and as_int(data.get("records_per_epoch")):
+        return as_int(length["epochs"]) * as_int(data["records_per_epoch"])
+    return None
+
+
 def _read_experiment(doc: Doc, path: str, target: str) -> list[Fact]:
     data = doc.data
     sink = FactSink(doc, path)
+    samples = _run_samples(data)
+    budget = {"run_samples": samples, "run_samples_at": sink.loc(("searcher", "max_length")).short()} if samples else {}
     name = data.get("name") if isinstance(data.get("name"), str) else target
     sink.add("compute.target", {"source": "determined", "provider": None, "resource": name, "role": "training"},
              ("entrypoint",), target)
@@ -69,7 +86,7 @@ def _read_experiment(doc: Doc, path: str, target: str) -> list[Fact]:
         launch = {"tool": "determined", "script": script, "module": None, "args": [], "nnodes": None,
                   "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None,
                   "wrapper": None}
-        sink.add("launch", launch, ("entrypoint",), target, key="entrypoint", attrs={"trial_class": trial.group(2)})
+        sink.add("launch", launch, ("entrypoint",), target, key="entrypoint", attrs={"trial_class": trial.group(2), **budget})
         return sink.facts
     command = _LAYER.sub("", entry)
     layer = command != entry
@@ -80,10 +97,11 @@ def _read_experiment(doc: Doc, path: str, target: str) -> list[Fact]:
                   "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None,
                   "wrapper": None}
         sink.add("launch", launch, ("entrypoint",), target, key="entrypoint",
-                 attrs={"trial_class": trial_arg.group(2), "determined_layer": True})
+                 attrs={"trial_class": trial_arg.group(2), "determined_layer": True, **budget})
         return sink.facts
     if layer:
         command = re.sub(r"^(?:--\S+(?:[ =](?!python)\S+)?\s+)*", "", command)  # the layer's own options
     for n, step in enumerate(launches_from_script(command)):
-        emit_step(sink, ("entrypoint",), None, step, target, f"entrypoint[{n}]", {"determined_layer": layer} if layer else {})
+        emit_step(sink, ("entrypoint",), None, step, target, f"entrypoint[{n}]",
+                  {**({"determined_layer": layer} if layer else {}), **budget})
     return sink.facts
