@@ -2,7 +2,9 @@
 give them codes users can select, ignore and explain."""
 from __future__ import annotations
 
-from gpulint.families import GPU, UNKNOWN, looks_like_gpu_instance
+from dataclasses import replace
+
+from gpulint.families import GPU, UNKNOWN, looks_like_gpu_instance, pre_tensor_core
 from gpulint.hookspecs import hookimpl
 from gpulint.model import Location, Severity
 from gpulint.rule import Example, Expect, Rule
@@ -90,9 +92,13 @@ class UnknownInstanceType(Rule):
             for u in compute.unknown_instances:
                 if not looks_like_gpu_instance(u.name):
                     continue  # CPU compute (m5, n2-standard ...) is known to be CPU, not unknown
+                old = pre_tensor_core(u.name)
                 yield self.finding(
-                    Location(u.loc.path, u.loc.line, 1),
-                    f"instance type {u.name!r} ({compute.target}) is not in gpulint's catalogue; memory-fit and cost checks skip it",
+                    replace(u.loc, column=1, end_line=None, end_column=None),  # a notebook's cell and line stay
+                    f"instance type {u.name!r} ({compute.target}) is "
+                    + ("an older GPU generation without Tensor Cores (K80/M60/P100 class) that gpulint's catalogue does "
+                       "not price; memory-fit and cost checks skip it, and current GPUs (T4, A10G, L4) do the same work "
+                       "for less" if old else "not in gpulint's catalogue; memory-fit and cost checks skip it"),
                     symbol=f"{compute.target}:{u.name}",
                 )
 

@@ -474,3 +474,17 @@ def test_a_short_determined_run_is_tutorial_sized(length, hparams, records, tuto
     said = wl["resolved"].get("tutorial_sized")
     assert (said is not None and said.startswith(tutorial)) if tutorial else said is None, said
     assert any(f.code == "AMP001" for f in r.findings) is (tutorial is None)
+
+
+# -- notebook lines when the notebook's metadata holds a "source" key of its own; SYS003 on old GPU types ----
+def test_lines_map_to_the_file_when_the_metadata_holds_a_source_key():
+    import json
+    nb = json.loads(_notebook("import sagemaker\n", "from sagemaker.pytorch import PyTorch\n\nest = PyTorch(\n    entry_point='train.py',\n"
+                              "    train_instance_type='ml.p2.xlarge',\n    train_instance_count=1,\n)\nest.fit()\n"))
+    nb["metadata"]["pycharm"] = {"stem_cell": {"cell_type": "raw", "metadata": {}, "source": []}}
+    text = json.dumps(nb, indent=1)
+    r = scan_files({"launch.ipynb": text, "train.py": SM_TRAIN})
+    (f,) = [f for f in r.findings if f.code == "SYS003"]
+    want = next(i for i, line in enumerate(text.splitlines(), 1) if "ml.p2.xlarge" in line)
+    assert (f.loc.line, f.loc.cell, f.loc.cell_line) == (want, 2, 5)
+    assert "older GPU generation without Tensor Cores" in f.message

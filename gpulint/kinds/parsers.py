@@ -269,11 +269,17 @@ _SOURCE_KEY = re.compile(r'^\s*"source"\s*:\s*(\[)?')
 def _source_lines_in_file(text: str, n_cells: int) -> list[int | None] | None:
     """Line in the .ipynb of each cell's first source line, when the file is
     laid out as Jupyter writes it (one JSON string per source line)."""
-    starts: list[int | None] = []
+    found: list[tuple[int, int]] = []  # (indentation, line of the first source line)
     for lineno, raw in enumerate(text.splitlines(), 1):
         m = _SOURCE_KEY.match(raw)
         if m:
-            starts.append(lineno + 1 if m.group(1) and raw.rstrip().endswith("[") else lineno)
+            found.append((len(raw) - len(raw.lstrip()), lineno + 1 if m.group(1) and raw.rstrip().endswith("[") else lineno))
+    if len(found) != n_cells and found:
+        # a "source" key elsewhere (a raw cell kept in the notebook's metadata by PyCharm): the cells' keys are the ones
+        # at the indentation most of them share
+        indent = max({i for i, _ in found}, key=lambda i: sum(1 for j, _ in found if j == i))
+        found = [f for f in found if f[0] == indent]
+    starts: list[int | None] = [line for _, line in found]
     return starts if len(starts) == n_cells else None
 
 
