@@ -207,6 +207,8 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
          "(the Terraform boot-script attribute: user_data, custom_data, metadata.startup-script ...); via file|filebase64|"
          "templatefile|template_file|SourceCode.command; template_vars; cloud_init runcmd; stage/wdir/foreach/matrix "
          "(dvc.yaml); phase (SkyPilot); container (Kubernetes).")
+register("image.copy", "launcher", _obj(("src",), src=STR, dest=STR),
+         "A file or folder of the build context a Dockerfile's final stage COPYs or ADDs into its image (src as written).")
 register("env", "launcher", _obj(("name",), name=STR, value=OPT_STR),
          "An environment variable set by a launcher, container, task or image. attrs: exported, conditional (set inside "
          "if/loop/case), scope command (set by the launching command itself, same target), overridable VAR (the value is "

@@ -229,7 +229,12 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
         # scripts/ or bash_script/ folder next to the code), never some namesake deeper in the tree
         here = posixpath.dirname(launcher_path)
         close = [p for p in matches if posixpath.dirname(p) in (here, posixpath.dirname(here))]
-        return close[0] if len(close) == 1 else None
+        if len(close) == 1:
+            return close[0]
+        # or the one copy under the launcher's folder that a Dockerfile beside it builds into an image (a job that runs
+        # `python imagenet.py` in the image container-imagenet/Dockerfile COPYs it into, a namesake elsewhere)
+        imaged = [p for p in matches if p.startswith(here + "/" if here else "") and _in_image(p, repo)]
+        return imaged[0] if not close and len(imaged) == 1 else None
     same_name = [p for p in repo.files_of_kind(*CODE_KINDS) if posixpath.basename(p) == tail]
     if len(same_name) > 1:
         same_name = [p for p in [_nearest(same_name, launcher_path)] if p]
@@ -239,6 +244,18 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
     if len(same_name) == 1 and "/" in s and (not script.startswith("/") or _beside(same_name[0], launcher_path)):
         return same_name[0]
     return None
+
+
+def _in_image(path: str, repo: Repo) -> bool:
+    """Does a Dockerfile in the script's folder COPY or ADD it (by its name, or the whole folder) into its image?"""
+    folder, name = posixpath.split(path)
+    for df, kind in repo.kinds.items():
+        if kind != "dockerfile" or posixpath.dirname(df) != folder:
+            continue
+        for f in repo.facts.get(df, []):
+            if f.kind == "image.copy" and posixpath.normpath(str(f.value.get("src"))).lstrip("./") in (name, ""):
+                return True
+    return False
 
 
 def _nearest(paths: list[str], launcher_path: str) -> str | None:

@@ -488,3 +488,44 @@ def test_lines_map_to_the_file_when_the_metadata_holds_a_source_key():
     want = next(i for i, line in enumerate(text.splitlines(), 1) if "ml.p2.xlarge" in line)
     assert (f.loc.line, f.loc.cell, f.loc.cell_line) == (want, 2, 5)
     assert "older GPU generation without Tensor Cores" in f.message
+
+
+# -- round 14: a job runs a bare script name that the Dockerfile beside one copy builds into its image -------
+JOB = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: imagenet
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: <your_image>
+              resources:
+                limits:
+                  nvidia.com/gpu: 1
+              command: [python, -m, torch.distributed.run, imagenet.py, --arch=resnet50, DATA]
+"""
+IMAGE = "FROM pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\nWORKDIR /workspace\nCOPY COPIED .\nENTRYPOINT [\"python\"]\n"
+
+
+@pytest.mark.parametrize("copied, linked", [("imagenet.py", True), (".", True), ("other.py", False)])
+def test_a_bare_script_name_links_the_copy_an_image_beside_it_holds(copied, linked):
+    files = {"k8s/job.yaml": JOB.replace("DATA", "/data/imagenet"), "k8s/container-imagenet/imagenet.py": SM_TRAIN,
+             "k8s/container-imagenet/Dockerfile": IMAGE.replace("COPIED", copied), "k8s/container-debug/imagenet.py": SM_TRAIN}
+    r = scan_files(files)
+    wl = next(w for w in r.workloads if w["entrypoint"] == "k8s/container-imagenet/imagenet.py")
+    assert bool(wl["launchers"]) is linked
+    assert (wl["compute"] or {}).get("source") == ("kubernetes" if linked else None)
+
+
+def test_the_data_path_of_the_linked_job_makes_it_tutorial_sized():
+    files = {"k8s/job.yaml": JOB.replace("DATA", "/workspace/data/tiny-imagenet-200"),
+             "k8s/container-imagenet/imagenet.py": SM_TRAIN.replace("resnet50", "resnet18"),
+             "k8s/container-imagenet/Dockerfile": IMAGE.replace("COPIED", "imagenet.py"), "k8s/container-debug/imagenet.py": SM_TRAIN}
+    r = scan_files(files)
+    assert not [f for f in r.findings if f.code == "AMP001" and f.loc.path == "k8s/container-imagenet/imagenet.py"]

@@ -38,6 +38,7 @@ class _Stage:
     vars: dict = field(default_factory=dict)  # ENV and ARG values visible in the stage
     env: dict = field(default_factory=dict)  # ENV name -> Fact
     cpu_torch: str | None = None  # where a RUN installs a CPU-only PyTorch build ("Dockerfile:4")
+    copies: list = field(default_factory=list)  # image.copy facts: files of the build context COPY/ADD puts in the image
     entrypoint: _Instr | None = None
     cmd: _Instr | None = None
 
@@ -119,7 +120,7 @@ class _Reader:
             for f in launches:
                 if f.kind == "launch":
                     f.attrs["image_cpu_torch"] = final.cpu_torch  # the command runs where torch has no CUDA
-        return facts + launches
+        return facts + launches + final.copies
 
     # -- instructions
     def _from(self, ins: _Instr) -> None:
@@ -133,7 +134,21 @@ class _Reader:
             stage.env = dict(base.env)
             stage.entrypoint, stage.cmd = base.entrypoint, base.cmd
             stage.cpu_torch = base.cpu_torch
+            stage.copies = list(base.copies)
         self.stages.append(stage)
+
+    def _copy(self, ins: _Instr) -> None:
+        """``COPY train.py utils/ /workspace/``: the context files the image holds (flags and ``--from`` stages aside)."""
+        if not self.stages:
+            return
+        words = [w for w in ins.args.replace("\\\n", " ").split() if not w.startswith("--")]
+        if any(w.startswith("--from") for w in ins.args.split()) or len(words) < 2 or words[0].startswith("["):
+            return  # a file of another stage, or the JSON form (rare for sources): nothing of the context is named
+        for src in words[:-1]:
+            if "$" in src or "://" in src:
+                continue
+            self.stages[-1].copies.append(Fact("image.copy", {"src": src, "dest": words[-1]},
+                                               Location(self.path, ins.line, ins.column), key=src))
 
     def _run(self, ins: _Instr) -> None:
         if self.stages and _CPU_TORCH.search(ins.args):
@@ -224,7 +239,8 @@ class _Reader:
         return ShellScanner(self.path, env_vars).feed(ins.args, ins.line, ins.column)
 
 
-_HANDLED = {"FROM": "_from", "ARG": "_arg", "ENV": "_env", "ENTRYPOINT": "_entrypoint", "CMD": "_cmd", "RUN": "_run"}
+_HANDLED = {"FROM": "_from", "ARG": "_arg", "ENV": "_env", "ENTRYPOINT": "_entrypoint", "CMD": "_cmd", "RUN": "_run",
+            "COPY": "_copy", "ADD": "_copy"}
 #: a CPU-only PyTorch build: pip from the CPU wheel index, a +cpu local version, conda's cpuonly package
 _CPU_TORCH = re.compile(r"download\.pytorch\.org/whl/cpu\b|\btorch(?:vision|audio)?==[\w.]+\+cpu\b|\bcpuonly\b")
 
