@@ -32,7 +32,7 @@ from gpulint.testing import check_example, scan_files
 
 TRAIN = """\
 import torch
-model = torch.nn.Linear(16, 16).cuda()
+model = Net(width=1024).cuda()
 opt = torch.optim.AdamW(model.parameters())
 for step, x in enumerate(loader):
     with torch.autocast("cuda", dtype=torch.bfloat16):
