@@ -19,6 +19,7 @@ from gpulint.catalogue import Catalogue, Instance
 from gpulint.families import CPU, GPU, UNKNOWN, device_of
 from gpulint.model import Fact, Location
 from gpulint.precision import precision_view, resolve_cli
+from gpulint.readers.kubernetes import as_int
 from gpulint.resolution import (
     BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
     WorkloadResolution,
@@ -165,7 +166,7 @@ class Resolver:
     def _int(self, compute: Compute, kind: str) -> int | None:
         for f in compute.facts:
             if f.kind == kind:
-                v = _whole(self.tf.value_of(f).value)
+                v = as_int(self.tf.value_of(f).value)  # "2" too: Terraform converts digits where a number is expected
                 if v is not None:
                     return v
         return None
@@ -180,7 +181,7 @@ class Resolver:
                 got = self.tf.resolve(out[key]["ref"], folder)
                 if got.known:
                     out[key] = got.value
-        count = _whole(out.get("count"))
+        count = as_int(out.get("count"))
         if count is not None:
             out["count"] = count  # "1" from a string-typed variable: Terraform converts it to a number
         return out
@@ -397,18 +398,6 @@ def _served_model(wl: Workload) -> tuple[str, Fact] | None:
         if any(w in ("vllm", "sglang") or w.endswith(("/vllm", "vllm.entrypoints.cli.main")) for w in words) and args:
             if args[0] in _SERVE_VERBS and len(args) > 1 and not args[1].startswith("-"):
                 return args[1], l
-    return None
-
-
-def _whole(v: Any) -> int | None:
-    """An integer count, or a string of digits as Terraform converts one where a number is expected
-    (``default = "2"`` for ``min_size``)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v.strip())
     return None
 
 

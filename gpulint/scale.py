@@ -4,8 +4,8 @@ and read by every rule that costs GPU efficiency, so they agree, and ``gpulint w
 A step is bound by data loading and kernel launches rather than GPU math when the model is small: the
 benchmark dataset it trains on (MNIST, CIFAR ...) with a model not known to be large, or a model of fewer
 than SMALL_MODEL_PARAMS parameters on any data. A run whose launcher trains it on fewer than SHORT_RUN_SAMPLES
-samples in all (a model under 1B parameters) takes minutes, whatever its step is bound by. Advice about GPU efficiency is informational there, and no
-dollar figure that assumes Tensor-Core-bound throughput is attached.
+samples in all (a model under LARGE_MODEL_PARAMS) takes minutes, whatever its step is bound by. Advice about GPU
+efficiency is informational there, and no dollar figure that assumes Tensor-Core-bound throughput is attached.
 """
 from __future__ import annotations
 

@@ -253,7 +253,7 @@ def _in_image(path: str, repo: Repo) -> bool:
         if kind != "dockerfile" or posixpath.dirname(df) != folder:
             continue
         for f in repo.facts.get(df, []):
-            if f.kind == "image.copy" and posixpath.normpath(str(f.value.get("src"))).lstrip("./") in (name, ""):
+            if f.kind == "image.copy" and posixpath.normpath(str(f.value.get("src"))) in (name, "."):
                 return True
     return False
 

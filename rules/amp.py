@@ -45,7 +45,8 @@ class MissingMixedPrecision(Rule):
         ``torch.cuda.is_available()`` check says so, for a notebook whose machine nothing in the
         repository names (no compute target, no job that runs it), for tutorial-sized workloads (a benchmark
         dataset such as MNIST, or a model of under 5M parameters counted from its literal layer
-        sizes) on a GPU instance the repository names, for a config file named as the fp32 variant (``ds_config_fp32.json``) and for a
+        sizes) on a GPU instance the repository names, for a config file named as the fp32 variant
+        (``ds_config_fp32.json``) and for a
         benchmark or demo (a file named for it, a step timed with a clock and ``torch.cuda.synchronize``, or
         a step on random tensors in a file that reads no data).
     Why it costs money:

@@ -10,10 +10,11 @@ from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
 from gpulint.rulekit import OFF_GPU_HOST, benchmark_of, gpu_spend_unknown, toy_workload, trains_on_gpu
+from gpulint.scale import LARGE_MODEL_PARAMS
 
 
 #: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
-LARGE_MODEL = 1_000_000_000
+LARGE_MODEL = LARGE_MODEL_PARAMS  # the same 1B bar as a short run's in gpulint.scale
 
 
 def _large_model(wl: Workload) -> bool:
@@ -230,7 +231,7 @@ for x in loader:
                     continue
                 weak = gpu_spend_unknown(wl)  # code that would run on a CPU too, or a notebook on a machine nobody names
                 # a step of a billion-parameter model takes seconds: decoding a few samples on the host is a small share
-                large = wl.resolution.model if media and _large_model(wl) else None
+                large = wl.resolution.model if _large_model(wl) else None
                 yield self.finding(
                     f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}"
                            f" while samples are decoded on the host ({media[0].value.get('via')} at {media[0].loc.path}:{media[0].loc.line})"

@@ -619,11 +619,11 @@ def _training(f: _Facts) -> None:
                 not q or q.startswith(("transformers.TF", "tensorflow.", "keras.", "tf_keras."))):
             f.add("trains", {"via": "keras"}, c.node, "fit", **_owner(ix, c))
     # a Determined trial: the platform runs the loop and calls the trial's train_batch, which steps through its context
+    context_backward = any(c.receiver.endswith("context") for c in ix.method_calls("backward"))
     for name, (node, bases) in ix.classes.items():
-        if any(b.rsplit(".", 1)[-1] == "PyTorchTrial" for b in bases):
+        if context_backward and any(b.rsplit(".", 1)[-1] == "PyTorchTrial" for b in bases):
             step = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "train_batch"), None)
-            back = next((c for c in ix.method_calls("backward") if c.receiver.endswith("context")), None)
-            if step is not None and back is not None:
+            if step is not None:
                 f.add("trains", {"via": "determined"}, step, f"{name}.train_batch", function="train_batch", cls=name)
     # a custom TensorFlow loop: GradientTape gradients applied by an optimizer
     tape = [c for c in ix.method_calls("gradient") if ix.imports_any("tensorflow")]

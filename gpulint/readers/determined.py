@@ -79,25 +79,17 @@ def _read_experiment(doc: Doc, path: str, target: str) -> list[Fact]:
     elif isinstance(slots, int) and slots > 8:
         sink.add("compute.accelerator", {"type": "GPU", "count": slots}, at, target, attrs=attrs)
     entry = data["entrypoint"]
-    trial = _TRIAL.match(entry)
-    if trial:
-        # ``module:Class``: the module is a file of the experiment's folder (the context directory)
-        script = trial.group(1).replace(".", "/") + ".py"
-        launch = {"tool": "determined", "script": script, "module": None, "args": [], "nnodes": None,
-                  "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None,
-                  "wrapper": None}
-        sink.add("launch", launch, ("entrypoint",), target, key="entrypoint", attrs={"trial_class": trial.group(2), **budget})
-        return sink.facts
     command = _LAYER.sub("", entry)
     layer = command != entry
-    trial_arg = re.search(r"--trial\s+([A-Za-z_][\w.]*):(\w+)", command)
-    if layer and trial_arg:
-        script = trial_arg.group(1).replace(".", "/") + ".py"
-        launch = {"tool": "determined", "script": script, "module": None, "args": [], "nnodes": None,
-                  "nproc_per_node": None, "mixed_precision": None, "config_file": None, "deepspeed_config": None,
-                  "wrapper": None}
+    # ``module:Class`` as the entrypoint, or behind a launch layer's --trial
+    trial = _TRIAL.match(entry) or (re.search(r"--trial\s+([A-Za-z_][\w.]*):(\w+)", command) if layer else None)
+    if trial:
+        # the module is a file of the experiment's folder (the context directory)
+        launch = {"tool": "determined", "script": trial.group(1).replace(".", "/") + ".py", "module": None, "args": [],
+                  "nnodes": None, "nproc_per_node": None, "mixed_precision": None, "config_file": None,
+                  "deepspeed_config": None, "wrapper": None}
         sink.add("launch", launch, ("entrypoint",), target, key="entrypoint",
-                 attrs={"trial_class": trial_arg.group(2), "determined_layer": True, **budget})
+                 attrs={"trial_class": trial.group(2), **({"determined_layer": True} if layer else {}), **budget})
         return sink.facts
     if layer:
         command = re.sub(r"^(?:--\S+(?:[ =](?!python)\S+)?\s+)*", "", command)  # the layer's own options
