@@ -130,6 +130,11 @@ def settings_fingerprint(config: Any, rule_codes: Iterable[str], plugin_modules:
     return h.hexdigest()
 
 
+def text_digest(data: bytes | str) -> str:
+    """The digest of a file's content alone (equal for byte-identical copies at two paths)."""
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data, digest_size=16).hexdigest()
+
+
 def content_digest(data: bytes | str, kind: str, force: bool) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{kind}\0{int(force)}\0{'t' if isinstance(data, str) else 'b'}\0".encode())

@@ -20,7 +20,7 @@ import pathspec
 
 from gpulint import baseline as bl
 from gpulint import limits
-from gpulint.cache import FileCache, cache_dir, content_digest, settings_fingerprint
+from gpulint.cache import FileCache, cache_dir, content_digest, settings_fingerprint, text_digest
 from gpulint.config import Config, is_enabled
 from gpulint.context import FileContext, WorkloadContext
 from gpulint.decoding import decode
@@ -281,6 +281,7 @@ class Scanner:
         launched: set[str] = set()
         cache = self._cache(root, rules) if req.cache else None
         digests: dict[str, str] = {}  # files to analyse whose result goes into the cache
+        texts: dict[str, str] = {}  # each code file's bytes, hashed: a byte-identical copy of a launched script is no workload
         total = len(order) + len(problems)
 
         def take(res: FileResult) -> None:
@@ -300,6 +301,8 @@ class Scanner:
                         take(FileResult(cand.rel, cand.kind, findings=[_read_error(cand.rel, problem)]))
                         continue
                     force = cand.kind in CODE_KINDS and (posixpath.basename(cand.rel) in launched or cand.rel in forced)
+                    if cand.kind in CODE_KINDS:
+                        texts[cand.rel] = text_digest(data)
                     if cache is not None and isinstance(data, bytes):  # an editor's unsaved text is not kept
                         digest = content_digest(data, cand.kind, force)
                         hit = cache.get(cand.rel, digest)
@@ -326,7 +329,7 @@ class Scanner:
         if cache is not None:
             cache.save()
         self.last_cache = cache
-        repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands})
+        repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands}, texts)
         scope = Scope.of(self.config, root, [c.rel for c in cands])
         linked = link(repo, self.config.workloads, scope)
         workloads = linked.workloads

@@ -161,6 +161,8 @@ class Repo:
 
     facts: dict[str, list[Fact]]
     kinds: dict[str, str]
+    #: content digest of each code file (byte-identical copies share one)
+    digests: dict[str, str] = field(default_factory=dict)
     #: repository files each code file imports, computed once per file (import closures overlap heavily)
     imports: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _heads: set[str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -563,6 +565,9 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
         if script and not scope.outside(script) and not scope.outside(u.path):
             entries.setdefault(script, []).append(u)
     pinned = {row.get("entrypoint") for row in table or []}
+    copies = _stray_copies(entries, repo, pinned)
+    for path in copies:
+        del entries[path]
     # a module only imported by another entrypoint is part of it, not a workload of its own
     imported_by_other = {m for entry in entries for m in _closure(entry, repo)[1:]}
     workloads: dict[str, Workload] = {}
@@ -593,6 +598,9 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
     for wl in workloads.values():
         if wl.entrypoint in runs_training:
             wl.reasons.append(runs_training[wl.entrypoint])
+        for copy in sorted(c for c, twin in copies.items() if twin == wl.entrypoint):
+            wl.reasons.append(f"copy: {copy} is a byte-identical copy of {wl.entrypoint} that nothing launches; "
+                              "it is this workload, not one of its own")
         # a notebook whose metadata names its kernel's instance (SageMaker Studio) trains on that instance
         kernel = computes.get(f"{wl.entrypoint}#kernel")
         if wl.compute is None and kernel is not None and repo.kinds.get(wl.entrypoint) == "notebook":
@@ -660,6 +668,23 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
         if not wl.launchers and wl.code_files:
             wl.unknown.append("launcher: nothing in the repository starts this script")
     return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities)
+
+
+def _stray_copies(entries: dict[str, list[_Use]], repo: Repo, pinned: set) -> dict[str, str]:
+    """Entrypoints nothing launches that are byte-identical to one of the same name a launcher starts,
+    each with that launched twin: a script copied into another folder (an older layout, a second image's
+    build context) runs as that job if it runs at all, and reporting it again charges one workload twice."""
+    launched: dict[tuple[str, str], str] = {}
+    for path in sorted(entries):
+        digest = repo.digests.get(path)
+        if entries[path] and digest:
+            launched.setdefault((posixpath.basename(path), digest), path)
+    copies: dict[str, str] = {}
+    for path in sorted(entries):
+        twin = launched.get((posixpath.basename(path), repo.digests.get(path) or ""))
+        if twin and twin != path and not entries[path] and path not in pinned:
+            copies[path] = twin
+    return copies
 
 
 def _runs_a_server(c: Compute) -> bool:
