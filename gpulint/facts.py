@@ -109,10 +109,11 @@ register("trainer_call", "code", _obj(("module", "name", "method"), module=STR, 
 register("invokes", "code", _obj(("module", "name"), module=STR, name=STR),
          "A call of a name imported from another module (from engine import train_one_epoch; Trainer(cfg).run()): a script "
          "that calls the training of a repository module is a workload.")
-register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL),
+register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL, several=BOOL),
          "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
          "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "
-         "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\").")
+         "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\"); several: the call asks for "
+         "two or more GPUs (Lightning devices=4, gpus=8, devices=-1, a ddp/fsdp/deepspeed strategy).")
 register("other_accelerator", "code", _obj(("via", "device"), via=STR, device=STR),
          "The code runs on an accelerator that is not a CUDA GPU: device xla (torch_xla: TPU, AWS Trainium/Inferentia via "
          "torch-neuronx) or hpu (Intel Gaudi, habana_frameworks); GPU rules stay silent unless the code also uses CUDA itself.")

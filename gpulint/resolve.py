@@ -24,7 +24,7 @@ from gpulint.resolution import (
     BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
     WorkloadResolution,
 )
-from gpulint.scale import tutorial_size
+from gpulint.scale import tutorial_size, unsized_spend
 from gpulint.tfvalues import TerraformValues, is_ref
 from gpulint.workloads import Compute, Repo, Workload
 
@@ -272,7 +272,8 @@ class Resolver:
         role, why = _role(wl, rc)
         res = WorkloadResolution(role=role, role_reason=why, compute=rc, job_computes=tuple(job), model=model,
                                  precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),
-                                 launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model), gpus_hidden=_gpus_hidden(wl))
+                                 launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model), gpus_hidden=_gpus_hidden(wl),
+                                 unsized=unsized_spend(wl, model, rc, launch_nodes))
         if res.gpus_hidden:
             wl.reasons.append(f"device: every launcher runs it with no usable GPU ({res.gpus_hidden}): GPU checks do not apply")
         if rc is not None and rc.device == CPU:

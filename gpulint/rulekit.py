@@ -123,6 +123,14 @@ def toy_workload(wl: Workload) -> str | None:
     return wl.resolution.tutorial if wl.resolution is not None else None
 
 
+def unsized_spend(wl: Workload) -> str | None:
+    """Why nothing sizes the workload's GPU time (no named instance, a model of unknown or small size, one GPU
+    and no data-parallel code), in words, or None: resolved once per workload by the host
+    (``WorkloadResolution.unsized``, see ``gpulint.scale``). Rules whose warning rests on the spend being
+    material speak at info then."""
+    return wl.resolution.unsized if wl.resolution is not None else None
+
+
 def benchmark_of(wl: Workload) -> Fact | None:
     """The fact that says the workload measures its training step (a benchmark) rather than trains a model.
     Random inputs make a demo only where no file of the workload reads data (a loader in a module the

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpulint.resolution import ModelInfo
+    from gpulint.resolution import ModelInfo, ResolvedCompute
     from gpulint.workloads import Workload
 
 #: a model this small on a tutorial dataset is bound by data loading and kernel launches, not GPU math
@@ -69,3 +69,36 @@ def tutorial_size(wl: Workload, model: ModelInfo | None) -> str | None:
         tables = f" beside {model.embedding_params / 1e6:.1f}M of embedding tables" if model.embedding_params else ""
         return f"a {math / 1e6:.1f}M-parameter model{tables}, {model.evidence}"
     return None
+
+
+#: data-parallel and sharding facts of code written for several GPUs (DistributedDataParallel, DataParallel, FSDP, ZeRO)
+_MULTI_GPU_CODE = ("ddp", "sharding", "dataparallel")
+
+
+def unsized_spend(wl: Workload, model: ModelInfo | None, rc: ResolvedCompute | None, launch_nodes: int | None) -> str | None:
+    """Why nothing sizes the GPU time a workload spends, in words, or None where something does: the
+    instance is named (a catalogue type, with its price) or the GPU model is (a Slurm ``--gres=gpu:a100:1``),
+    the model's size is known (one that is not tutorial-sized: ResNet-18 on ImageNet, GPT-2), or the job is a
+    multi-GPU one (its compute or launcher asks for 2+ GPUs or nodes, a trainer asks for several devices, or
+    its code is written for several: DistributedDataParallel, DataParallel, FSDP, ZeRO sharding). Left
+    unsized, a run is one GPU of a kind nothing names, for a model of unknown size: a laptop, a shared
+    workstation or a demo's hundred steps as likely as a rented node, so advice about its GPU efficiency
+    is informational."""
+    if rc is not None and (rc.instance is not None or rc.gpu_model or rc.accelerator):
+        return None  # an instance type, or the GPU model a scheduler request names (--gres=gpu:a100:1)
+    if model is not None and type(model.params) is int:
+        return None  # a model of known size that is not tutorial-sized (ResNet-18 on ImageNet, a 124M GPT-2)
+    gpus = [rc.gpus_per_node, rc.nodes] if rc is not None else []
+    gpus.append(launch_nodes)
+    for l in wl.launchers:
+        n = l.value.get("nproc_per_node")
+        gpus += [n, l.value.get("num_processes")]
+        flags = {k.lstrip("-").replace("-", "_") for k in ((l.attrs or {}).get("flags") or {})}
+        if isinstance(n, str) or (n is None and "nproc_per_node" in flags):
+            return None  # --nproc_per_node=$NGPUS or =gpu: written to use every GPU of the node
+    if any(type(n) is int and n > 1 for n in gpus):
+        return None
+    multi = [f for kind in _MULTI_GPU_CODE for f in wl.code_facts(kind)]
+    if multi or any(f.value.get("several") for f in wl.code_facts("uses_gpu")):
+        return None  # code written for several GPUs, or a trainer that asks for them (Lightning devices=4)
+    return "a model of unknown size on one GPU of a kind nothing names, and no multi-GPU launch or data-parallel code"

@@ -84,7 +84,7 @@ def resolve_by_hand(wl, compute: dict | None = None, model: dict | None = None):
     from gpulint.model import Location
     from gpulint.precision import precision_view
     from gpulint.resolution import GPU, UNKNOWN, CheckpointInfo, ModelInfo, PrecisionInfo, ResolvedCompute, WorkloadResolution
-    from gpulint.scale import tutorial_size
+    from gpulint.scale import tutorial_size, unsized_spend
 
     rc = None
     if compute is not None:
@@ -106,5 +106,6 @@ def resolve_by_hand(wl, compute: dict | None = None, model: dict | None = None):
                       dims=model.get("dims") or {}, load_in_4bit=bool(model.get("load_in_4bit")),
                       load_in_8bit=bool(model.get("load_in_8bit")))
     wl.resolution = WorkloadResolution(role="training", role_reason="by hand", compute=rc, job_computes=(rc,) if rc else (),
-                                       model=m, precision=precision, checkpoint=CheckpointInfo(), tutorial=tutorial_size(wl, m))
+                                       model=m, precision=precision, checkpoint=CheckpointInfo(), tutorial=tutorial_size(wl, m),
+                                       unsized=unsized_spend(wl, m, rc, None))
     return wl

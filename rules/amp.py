@@ -13,7 +13,8 @@ from gpulint.rule import Example, Expect, Rule
 from gpulint.workloads import Workload
 
 from gpulint.rulekit import (NOTEBOOK_MACHINE_UNKNOWN, benchmark_of, compute_of, compute_related, gpu_phrase,
-                             gpu_spend_unknown, toy_workload, training_fact, trains_on_gpu)
+                             gpu_spend_unknown, toy_workload, training_fact, trains_on_gpu,
+                             unsized_spend)
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by
@@ -40,7 +41,10 @@ class MissingMixedPrecision(Rule):
         (a flag with no default, ``**kwargs``, a machine-local accelerate config, a dtype read from a
         config at run time) it stays silent.
         Severity follows the evidence: a warning where the compute, a launcher (torchrun, deepspeed)
-        or the code (``.cuda()``, a ``"cuda"`` device) puts the training on a GPU; info where only a
+        or the code (``.cuda()``, a ``"cuda"`` device) puts the training on a GPU and something sizes the
+        spend (a named instance, a model of 20M+ parameters, a job of 2+ GPUs or nodes, data-parallel or
+        sharded code); info for one GPU of a kind nothing names running a model of unknown or small size
+        (``spend_unsized`` in ``gpulint workloads``: a demo's hundred steps as likely as a rented node); info where only a
         framework that falls back to the CPU (HF Trainer, accelerate, Lightning ``"auto"``) or a
         ``torch.cuda.is_available()`` check says so, for a notebook whose machine nothing in the
         repository names (no compute target, no job that runs it), for tutorial-sized workloads (a benchmark
@@ -300,15 +304,18 @@ Trainer(model=model, args=args).train()
         deliberate = bool(explicit) and _FP32_NAMED.search(at.loc.path.rsplit("/", 1)[-1].lower()) is not None
         bench = benchmark_of(wl)
         spend_unknown = gpu_spend_unknown(wl)
+        unsized = None if toy or deliberate or bench or spend_unknown else unsized_spend(wl)
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
             + (f" (tutorial-sized: {toy}; the gain is small)" if toy else "")
             + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
             + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else "")
-            + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if spend_unknown == NOTEBOOK_MACHINE_UNKNOWN else ""),
-            # code that would train on the CPU as well, or a notebook on a machine nobody names: advice
-            severity=Severity.INFO if toy or deliberate or bench or spend_unknown else None,
+            + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if spend_unknown == NOTEBOOK_MACHINE_UNKNOWN else "")
+            + (f" (nothing sizes the spend: {unsized})" if unsized else ""),
+            # code that would train on the CPU as well, a notebook on a machine nobody names, one unnamed GPU for a
+            # model of unknown size: advice
+            severity=Severity.INFO if toy or deliberate or bench or spend_unknown or unsized else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),

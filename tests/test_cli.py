@@ -84,7 +84,8 @@ def test_stdin_usage_errors(tmp_path, args, message):
 def test_stdin_filename_in_a_folder_not_created_yet(tmp_path):
     """An editor buffer saved nowhere yet (a new folder): checked with the project around it as context."""
     repo = copy_fixture("pytorch-fp32-loop", tmp_path)
-    buf = (repo / "train.py").read_text()
+    # an edited copy (a byte-identical one is the launched train.py's job, not a workload of its own)
+    buf = (repo / "train.py").read_text() + "# a new experiment\n"
     proc = run_cli("scan", "-", "--stdin-filename", "experiments/new/train.py", "--format", "json", cwd=repo, input_text=buf)
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)

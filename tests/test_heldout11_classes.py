@@ -326,7 +326,7 @@ trainer.fit(DQNLightning())
     ('device not in ["cpu"]', "ALE/Breakout-v5", "info"),  # the GPU only where there is one: no strong evidence
     ('device != "cpu"', "Humanoid-v4", "info"),
     ("True", "CartPole-v0", None),  # a toy environment, whatever the device
-    ("True", "Humanoid-v4", "warning"),
+    ("True", "Humanoid-v4", "info"),  # a GPU for sure, but one nothing names, for a model of unknown size
 ])
 def test_a_cuda_copy_guarded_by_a_not_cpu_test_is_a_probe_and_classic_control_is_a_toy(guard, env, severity):
     files = {"dqn.py": DQN.replace("GUARD", guard).replace("ENV", env)}
@@ -337,6 +337,8 @@ def test_a_cuda_copy_guarded_by_a_not_cpu_test_is_a_probe_and_classic_control_is
     else:
         (f,) = got
         assert f.severity.value == severity, f.message
+        # a probe is weak GPU evidence; an unconditional copy is strong, and only the spend is unsized
+        assert ("nothing sizes the spend" in f.message) == (guard == "True"), f.message
 
 
 # -- one spot replica that nothing scales is not evidently a production endpoint --------------------

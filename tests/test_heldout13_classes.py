@@ -394,8 +394,11 @@ trainer.fit(ViT(depth=24))
 """
 
 
-@pytest.mark.parametrize("args, severity", [("gpus=0", None), ("gpus=None", None), ("gpus=1", "warning"),
-                                            ("gpus=args.gpus", "info"), ("accelerator='gpu', devices=1", "warning")])
+# one GPU nothing names for a model of unknown size is advice (nothing sizes the spend); several GPUs are a warning
+@pytest.mark.parametrize("args, severity", [("gpus=0", None), ("gpus=None", None), ("gpus=1", "info"), ("gpus=8", "warning"),
+                                            ("gpus=args.gpus", "info"), ("accelerator='gpu', devices=1", "info"),
+                                            ("accelerator='gpu', devices=4", "warning"), ("accelerator='gpu', devices=-1", "warning"),
+                                            ("accelerator='gpu', strategy='ddp'", "warning")])
 def test_lightning_gpus_zero_trains_on_the_cpu(args, severity):
     got = codes({"train.py": LIGHTNING_GPUS.replace("ARGS", args), "run.sh": "python train.py\n"}, "AMP001")
     assert [s for _, s, _, _ in got] == ([severity] if severity else [])

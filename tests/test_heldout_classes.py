@@ -383,7 +383,9 @@ def test_a_device_chosen_by_a_cuda_check_is_a_probe():
              "        model(x.to(device)).sum().backward()\n        opt.step()\n")
     (f,) = [f for f in scan_files({"train.py": train}).findings if f.code == "AMP001"]
     assert f.severity.value == "info" and "on a GPU if there is one" in f.message
-    (f,) = [f for f in scan_files({"train.py": train.replace(" if torch.cuda.is_available() else torch.device('cpu')", "")}).findings
+    # an unconditional cuda device is strong evidence; a launcher of 4 GPUs sizes the spend
+    (f,) = [f for f in scan_files({"train.py": train.replace(" if torch.cuda.is_available() else torch.device('cpu')", ""),
+                                   "run.sh": "torchrun --nproc_per_node 4 train.py\n"}).findings
             if f.code == "AMP001"]
     assert f.severity.value == "warning"
 
@@ -447,7 +449,12 @@ def test_a_notebook_on_a_machine_nobody_names_gets_advice():
     assert f.severity.value == "info" and "kernel's machine nothing in the repository names" in f.message
     script = "import torch\nmodel = Net().to('cuda')\nopt = torch.optim.AdamW(model.parameters())\n" + LOOP
     (f,) = [f for f in scan_files({"train.py": script}).findings if f.code == "AMP001"]
-    assert f.severity.value == "warning"  # a script that requires a GPU: some job runs it on one
+    # a script that requires a GPU: some job runs it on one, but one GPU nothing names for a model of unknown size
+    assert f.severity.value == "info" and "nothing sizes the spend" in f.message
+    known = script.replace("model = Net()", "from transformers import AutoModelForCausalLM\n"
+                                            "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf')")
+    (f,) = [f for f in scan_files({"train.py": known}).findings if f.code == "AMP001"]
+    assert f.severity.value == "warning"  # a 7B model: GPU-hours whatever it runs on
 
 
 def test_a_studio_notebooks_gpu_kernel_is_its_compute():

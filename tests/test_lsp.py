@@ -306,7 +306,8 @@ def _codes_of(diags: list[dict]) -> list[str]:
 
 @pytest.mark.slow
 def test_session_open_change_save_hover_action_shutdown(tmp_path):
-    _write(tmp_path, {"train.py": TRAIN_FP32, "README.md": "hello\n"})
+    # the launcher sizes the spend (8 GPUs): AMP001 on an unknown model is a warning then, not advice
+    _write(tmp_path, {"train.py": TRAIN_FP32, "run.sh": "torchrun --nproc_per_node 8 train.py\n", "README.md": "hello\n"})
     c = _server(tmp_path)
     try:
         init = c.initialize(tmp_path)

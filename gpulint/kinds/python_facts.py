@@ -701,7 +701,8 @@ def _training(f: _Facts) -> None:
                 f.add("cpu_only", {"via": f"lightning gpus={gpus}"}, c.node, c.qualname)
             elif acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
                 asks = acc in ("gpu", "cuda") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0)
-                f.add("uses_gpu", {"via": "lightning", "auto": not asks}, c.node, c.qualname)
+                several = _lightning_several(f, c, gpus)
+                f.add("uses_gpu", {"via": "lightning", "auto": not asks, **({"several": True} if several else {})}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
     # an XLA device (TPU, Trainium and Inferentia through torch-neuronx) or Intel Gaudi's HPU: not a CUDA GPU
@@ -2017,6 +2018,22 @@ def _sagemaker_mp_precision(dist: Any) -> str | None:
             if "bf16" in node or "fp16" in node:
                 return "undecided"  # a value computed at run time
     return None
+
+
+#: Lightning strategies that spread one run over several devices
+_LIGHTNING_MULTI = ("ddp", "fsdp", "deepspeed")
+
+
+def _lightning_several(f: _Facts, c: Call, gpus: Any) -> bool:
+    """Does a Lightning Trainer ask for two or more devices (``devices=4``, ``gpus=8``, ``devices=-1`` for
+    all of them, ``num_nodes=2``, a ddp/fsdp/deepspeed strategy)?"""
+    devices = f.val(c, "devices") if f.present(c, "devices") else UNKNOWN
+    nodes = f.val(c, "num_nodes") if f.present(c, "num_nodes") else UNKNOWN
+    strategy = f.val(c, "strategy") if f.present(c, "strategy") else UNKNOWN
+    count = lambda v: type(v) is int and (v > 1 or v == -1)  # noqa: E731 - -1 is every device of the machine
+    if any(count(v) for v in (devices, gpus, nodes)):
+        return True
+    return isinstance(strategy, str) and strategy.lower().startswith(_LIGHTNING_MULTI)
 
 
 # SageMaker Python SDK ModelTrainer (sagemaker.modules in SDK 2.23x, sagemaker.train in SDK 3)
