@@ -137,10 +137,16 @@ class Handler(BaseHandler):
             return  # the engine picks 16 bit itself
         model = wl.resolution.model
         c = compute_of(wl)
-        priced = model is not None and model.params >= INF_MIN_PARAMS and evidence == "compute"
-        if not priced:
+        large = model is not None and model.params >= INF_MIN_PARAMS
+        # the GPU the infrastructure names: an instance type, not only a GPU count (a Determined slot, a pod's nvidia.com/gpu)
+        named = evidence == "compute" and c is not None and c.instance is not None
+        priced = large and named
+        if not large:
             cost = unpriced(f"No hourly figure: the model's size is {'not known' if model is None else f'{model.params / 1e6:.0f}M parameters'}; "
                             f"the {INF_SPEEDUP:g}x assumed for 16-bit serving holds for models of {INF_MIN_PARAMS / 1e6:.0f}M+ parameters.")
+        elif not priced:
+            cost = unpriced("No hourly figure: nothing names the GPU instance it runs on, so neither its price nor the "
+                            "16-bit gain there is known.")
         else:
             cost = avoidable(wl, 1 - 1 / INF_SPEEDUP, f"16-bit weights assumed to serve {INF_SPEEDUP:g}x the requests per replica "
                                                        f"({model.params / 1e9:.2f}B parameters, {model.evidence})", "low")
