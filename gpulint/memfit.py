@@ -183,7 +183,7 @@ def processes_per_node(wl: Workload) -> int | None:
     """GPU processes the workload's launcher starts per node; None when not decided.
 
     torchrun without ``--nproc_per_node`` starts one; ``deepspeed`` without ``--num_gpus`` all the
-    node's GPUs; ``accelerate launch`` takes ``--num_processes`` or its config (without either the
+    node's GPUs, and so does a SageMaker estimator whose ``distribution`` is data-parallel; ``accelerate launch`` takes ``--num_processes`` or its config (without either the
     machine's default config decides); plain ``python`` starts one.
     """
     c = compute_of(wl)
@@ -203,6 +203,8 @@ def processes_per_node(wl: Workload) -> int | None:
             results.add(_accelerate_procs(wl, v))
         elif tool == "python" and not v.get("wrapper"):
             results.add(1)
+        elif tool == "sagemaker" and (l.attrs or {}).get("process_per_gpu"):
+            results.add(c.gpus_per_node if c is not None else None)  # a data-parallel distribution: one per GPU
         else:
             results.add(None)
     if len(results) != 1:

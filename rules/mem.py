@@ -7,6 +7,8 @@ be decided either way keeps the rules silent.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -332,7 +334,10 @@ class OversizedInstance(Rule):
         big GPUs busy, so the gain is often larger, but the peak figures are not a measurement.
         A tutorial-sized workload (a benchmark dataset, a model under 5M parameters) is reported at
         info without a figure: its step keeps neither GPU busy, and the big instance may be the point
-        of the demo.
+        of the demo. So is a multi-GPU job whose folder or file is named for its parallelism
+        (``distributed_training_data_parallelism/``, ``ddp_example.py``): its GPU count is what it shows.
+        A SageMaker ``distribution`` that is data-parallel (smdistributed dataparallel, pytorchddp,
+        torch_distributed) starts one process per GPU, so the cheaper fit keeps several GPUs too.
     Cost model:
         Both prices are catalogue list prices (region, date and source in the basis). Assuming equal
         utilisation of the two instances' peak dense 16-bit throughput, the same work costs
@@ -463,9 +468,11 @@ for batch in loader:
                  f"(a small model rarely keeps a big GPU busy, so the real gain is usually larger), the same work costs "
                  f"{fit.ratio:.0%} as much, so about {1 - fit.ratio:.0%} of each hour (${saving:.2f}/h) is avoidable.")
         toy = toy_workload(wl)
-        head = (f"{p.name} ({p.params / 1e6:,.0f}M params) fits {inst.name} ({inst.gpu_count}x {inst.gpu_model}, "
-                f"${cand.usd_per_hour:.2f}/h {fit.capacity}) instead of {cur.name} ({cur.gpu_count}x {cur.gpu_model}, "
-                f"${cur_price:.2f}/h{' per node' if nodes > 1 else ''})")
+        # a multi-node job moves node for node: both sides name the node count, each price is one node's
+        each = " each" if nodes > 1 else ""
+        head = (f"{p.name} ({p.params / 1e6:,.0f}M params) fits {n}{inst.name} ({inst.gpu_count}x {inst.gpu_model}, "
+                f"${cand.usd_per_hour:.2f}/h{each} {fit.capacity}) instead of {n}{cur.name} ({cur.gpu_count}x {cur.gpu_model}, "
+                f"${cur_price:.2f}/h{each})")
         if toy:
             # a tutorial-sized step keeps neither GPU busy: the equal-utilisation comparison has nothing to stand on
             message = f"{head} (tutorial-sized: {toy}; a demo of the bigger instance may be deliberate)"
@@ -476,16 +483,35 @@ for batch in loader:
             message = (f"{head}: the same work costs about ${saving:.2f}/h less at equal utilisation "
                        f"(${cand.usd_per_pflop_hour:.1f} vs ${fit.current_usd_per_pflop_hour:.1f} per PF-hour of peak {math} throughput)")
             cost = CostImpact(saving, basis, mem002_confidence(p, cur, inst, cat, multi))
+        at = _instance_loc(wl) or trains.loc
+        named = _parallel_named(wl.entrypoint, at.path) if cur.gpu_count * nodes > 1 else None
+        if named:
+            message += f" ({named} is named for its parallelism: {cur.gpu_count * nodes} GPUs look like the point of the example)"
         yield self.finding(
-            _instance_loc(wl) or trains.loc,
+            at,
             message,
-            severity=Severity.INFO if toy else None,
+            severity=Severity.INFO if toy or named else None,
             symbol=f"{wl.entrypoint}:{cur.name}",
             related=compute_related(wl) + ([Related(p.model_fact.loc, f"model: {p.name}")] if p.model_fact else []),
             guidance=_mem002_guidance(wl, inst, cand.estimate, multi),
             cost=cost,
             workload=wl.name,
         )
+
+
+#: a folder or file named for spreading work over GPUs (``07_tensorflow_distributed_training_data_parallelism/``,
+#: ``ddp_example.py``, ``multi-gpu/``): an example about parallelism chose its GPU count to show it
+_PARALLEL_NAMED = re.compile(r"(^|[^a-z0-9])(distributed|parallel|parallelism|data_?parallel(?:ism)?|ddp|fsdp|multi_?gpu|"
+                             r"multi_?node|horovod)([^a-z0-9]|$)")
+
+
+def _parallel_named(*paths: str) -> str | None:
+    """The first folder or file of `paths` named for multi-GPU parallelism, or None."""
+    for path in paths:
+        for part in path.split("/"):
+            if _PARALLEL_NAMED.search(part.lower().replace("-", "_")):
+                return part
+    return None
 
 
 def _mem002_guidance(wl: Workload, inst: Any, est: Estimate, multi: bool) -> str:

@@ -47,3 +47,114 @@ def test_copies_that_differ_or_that_nothing_launches_stay_workloads(files):
 def test_an_identical_script_of_another_name_is_a_workload_of_its_own():
     r = scan_files({"job/train.py": FP32_TRAIN, "job/train_copy.py": FP32_TRAIN, "job/run.sbatch": JOB})
     assert sorted(w["entrypoint"] for w in r.workloads) == ["job/train.py", "job/train_copy.py"]
+
+
+# -- one GPU of a kind nothing names, a model of unknown size: nothing sizes the spend, so AMP001 is advice --
+CUSTOM_TRAIN = """\
+import torch
+from net import Net
+
+model = Net(hidden=args.hidden).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    loss.backward()
+    opt.step()
+"""
+DDP_TRAIN = CUSTOM_TRAIN.replace("model = Net(hidden=args.hidden).cuda()",
+                                 "model = torch.nn.parallel.DistributedDataParallel(Net(hidden=args.hidden).cuda())")
+
+
+def _amp(files):
+    r = scan_files(files)
+    (f,) = [f for f in r.findings if f.code == "AMP001"]
+    return f, r.workloads
+
+
+def test_one_unnamed_gpu_and_a_model_of_unknown_size_is_info_and_says_why():
+    f, wls = _amp({"train.py": CUSTOM_TRAIN, "net.py": "import torch\nclass Net(torch.nn.Module):\n    pass\n"})
+    assert f.severity.value == "info"
+    assert "nothing sizes the spend: a model of unknown size on one GPU of a kind nothing names" in f.message
+    assert wls[0]["resolved"]["spend_unsized"].startswith("a model of unknown size")
+
+
+@pytest.mark.parametrize("extra, why", [
+    ({"run.sh": "torchrun --nproc_per_node 4 train.py\n"}, "four processes"),
+    ({"run.sh": "torchrun --nproc_per_node $NGPUS train.py\n"}, "as many processes as the node has GPUs"),
+    ({"run.sbatch": "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:8\nsrun python train.py\n"}, "two nodes"),
+    ({"infra/main.tf": 'resource "aws_instance" "gpu" {\n  instance_type = "g5.2xlarge"\n}\n'}, "a named instance"),
+    ({"train.py": DDP_TRAIN}, "data-parallel code"),
+])
+def test_a_named_instance_several_gpus_or_data_parallel_code_size_the_spend(extra, why):
+    f, wls = _amp({"train.py": CUSTOM_TRAIN, "net.py": "class Net:\n    pass\n", **extra})
+    assert f.severity.value == "warning", why
+    assert all("spend_unsized" not in w["resolved"] for w in wls)
+
+
+def test_a_known_large_model_on_one_unnamed_gpu_sizes_the_spend():
+    f, wls = _amp({"train.py": FP32_TRAIN})
+    assert f.severity.value == "warning" and "nothing sizes" not in f.message
+
+
+# -- INF001 warns only where an instance type is named: a GPU count (a Determined slot) names no GPU -------
+SERVE = """\
+import torch
+from transformers import AutoModel
+
+model = AutoModel.from_pretrained("bert-large-uncased").cuda().eval()
+with torch.no_grad():
+    for batch in loader:
+        out = model(**batch)
+"""
+
+
+@pytest.mark.parametrize("compute, severity", [
+    ({"job.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: embed\nspec:\n  containers:\n  - name: c\n    image: x\n"
+                  "    command: [python, embed.py]\n    resources:\n      limits:\n        nvidia.com/gpu: 2\n"}, "info"),
+    ({"job.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: embed\nspec:\n  nodeSelector:\n"
+                  "    node.kubernetes.io/instance-type: g5.2xlarge\n  containers:\n  - name: c\n    image: x\n"
+                  "    command: [python, embed.py]\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"}, "warning"),
+])
+def test_fp32_inference_warns_only_on_a_named_instance(compute, severity):
+    r = scan_files({"embed.py": SERVE, **compute})
+    (f,) = [f for f in r.findings if f.code == "INF001"]
+    assert f.severity.value == severity
+    if severity == "info":
+        assert "nothing names the GPU instance" in f.cost_impact.basis
+
+
+# -- a SageMaker data-parallel distribution starts one process per GPU: a cheaper fit keeps several GPUs -----
+SM_NOTEBOOK_DP = """\
+from sagemaker.huggingface import HuggingFace
+est = HuggingFace(entry_point="train.py", source_dir="scripts", instance_type="ml.p3.16xlarge", instance_count=2,
+                  transformers_version="4.26", pytorch_version="1.13", py_version="py39",
+                  hyperparameters={"model_name": "distilbert-base-uncased", "epochs": 1},
+                  distribution={"smdistributed": {"dataparallel": {"enabled": True}}})
+est.fit()
+"""
+SM_TRAIN = """\
+import argparse
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+p = argparse.ArgumentParser()
+p.add_argument("--model_name", default="distilbert-base-uncased")
+args = p.parse_args()
+model = AutoModelForSequenceClassification.from_pretrained(args.model_name)
+Trainer(model=model, args=TrainingArguments(output_dir="out")).train()
+"""
+
+
+def test_a_sagemaker_data_parallel_job_counts_one_process_per_gpu():
+    r = scan_files({"launch.py": SM_NOTEBOOK_DP, "scripts/train.py": SM_TRAIN})
+    (launch,) = [l for w in r.workloads for l in w["launchers"]]
+    assert launch["attrs"]["process_per_gpu"] is True
+    (f,) = [f for f in r.findings if f.code == "MEM002"]  # a cheaper fit for a data-parallel job keeps 2+ GPUs per node
+    assert "(1x " not in f.message and "fits 2 x " in f.message and "instead of 2 x p3.16xlarge" in f.message, f.message
+
+
+@pytest.mark.parametrize("folder, severity", [("distributed_data_parallelism", "info"), ("ddp-example", "info"),
+                                              ("text_classification", "warning")])
+def test_a_multi_gpu_example_named_for_its_parallelism_gets_mem002_at_info(folder, severity):
+    r = scan_files({f"{folder}/launch.py": SM_NOTEBOOK_DP, f"{folder}/scripts/train.py": SM_TRAIN})
+    (f,) = [f for f in r.findings if f.code == "MEM002"]
+    assert f.severity.value == severity
+    assert ("is named for its parallelism: 16 GPUs look like the point of the example" in f.message) == (severity == "info")

@@ -1979,6 +1979,8 @@ def _sagemaker(f: _Facts) -> None:
             attrs["args_unknown"] = True  # the script's flags are not its defaults: they are unknown
         if mp == "undecided":
             attrs["precision_undecided"] = "distribution"
+        if _sagemaker_process_per_gpu(values.get("distribution")):
+            attrs["process_per_gpu"] = True
         add("launch", {"tool": "sagemaker", "script": script, "args": args, "nnodes": _norm(n) if isinstance(n, int) else None,
                        "nproc_per_node": None, "mixed_precision": mp if mp != "undecided" else None, "config_file": None,
                        "deepspeed_config": None}, "entry_point", **attrs)
@@ -1996,6 +1998,25 @@ def _names_precision(f: _Facts, node: ast.expr | None, scope: str, depth: int = 
         assigns = [a for a in f.ix.assigns if a.target == node.id and a.scope in (scope, "")]
         return any(isinstance(a.value, ast.expr) and _names_precision(f, a.value, a.scope, depth + 1) for a in assigns)
     return any(isinstance(n, ast.Constant) and n.value in ("bf16", "fp16") for n in ast.walk(node))
+
+
+#: SageMaker distribution options that start one training process per GPU of every instance (data-parallel
+#: libraries and torchrun): the SageMaker Python SDK's "Distributed training" options
+_SM_PER_GPU = ("smdistributed.dataparallel", "pytorchddp", "torch_distributed")
+
+
+def _sagemaker_process_per_gpu(dist: Any) -> bool:
+    """Does a ``distribution`` dict start one process per GPU (``{"smdistributed": {"dataparallel":
+    {"enabled": True}}}``, ``{"pytorchddp": {"enabled": True}}``, ``{"torch_distributed": {"enabled": True}}``)?"""
+    if not isinstance(dist, dict):
+        return False
+    for path in _SM_PER_GPU:
+        node: Any = dist
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get("enabled") is True:
+            return True
+    return False
 
 
 def _sagemaker_mp_precision(dist: Any) -> str | None:
