@@ -90,15 +90,14 @@ def unsized_spend(wl: Workload, model: ModelInfo | None, rc: ResolvedCompute | N
         return None  # a model of known size that is not tutorial-sized (ResNet-18 on ImageNet, a 124M GPT-2)
     gpus = [rc.gpus_per_node, rc.nodes] if rc is not None else []
     gpus.append(launch_nodes)
+    # a process count read at run time (--nproc_per_node=${12}) sizes nothing: the caller may well pass 1
     for l in wl.launchers:
-        n = l.value.get("nproc_per_node")
-        gpus += [n, l.value.get("num_processes")]
-        flags = {k.lstrip("-").replace("-", "_") for k in ((l.attrs or {}).get("flags") or {})}
-        if isinstance(n, str) or (n is None and "nproc_per_node" in flags):
-            return None  # --nproc_per_node=$NGPUS or =gpu: written to use every GPU of the node
+        gpus += [l.value.get("nproc_per_node"), l.value.get("num_processes")]
     if any(type(n) is int and n > 1 for n in gpus):
         return None
-    multi = [f for kind in _MULTI_GPU_CODE for f in wl.code_facts(kind)]
+    # DeepSpeed at ZeRO stage 0 shards nothing: the engine runs on one GPU as well
+    multi = [f for kind in _MULTI_GPU_CODE for f in wl.code_facts(kind)
+             if not (f.kind == "sharding" and f.value.get("via") == "deepspeed" and not f.value.get("stage"))]
     if multi or any(f.value.get("several") for f in wl.code_facts("uses_gpu")):
         return None  # code written for several GPUs, or a trainer that asks for them (Lightning devices=4)
     return "a model of unknown size on one GPU of a kind nothing names, and no multi-GPU launch or data-parallel code"

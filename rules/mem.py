@@ -484,7 +484,7 @@ for batch in loader:
                        f"(${cand.usd_per_pflop_hour:.1f} vs ${fit.current_usd_per_pflop_hour:.1f} per PF-hour of peak {math} throughput)")
             cost = CostImpact(saving, basis, mem002_confidence(p, cur, inst, cat, multi))
         at = _instance_loc(wl) or trains.loc
-        named = _parallel_named(wl.entrypoint, at.path) if cur.gpu_count * nodes > 1 else None
+        named = _parallel_named(wl.entrypoint, at.path) if cur.gpu_count * nodes > 1 and not toy else None
         if named:
             message += f" ({named} is named for its parallelism: {cur.gpu_count * nodes} GPUs look like the point of the example)"
         yield self.finding(

@@ -80,7 +80,6 @@ def test_one_unnamed_gpu_and_a_model_of_unknown_size_is_info_and_says_why():
 
 @pytest.mark.parametrize("extra, why", [
     ({"run.sh": "torchrun --nproc_per_node 4 train.py\n"}, "four processes"),
-    ({"run.sh": "torchrun --nproc_per_node $NGPUS train.py\n"}, "as many processes as the node has GPUs"),
     ({"run.sbatch": "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:8\nsrun python train.py\n"}, "two nodes"),
     ({"infra/main.tf": 'resource "aws_instance" "gpu" {\n  instance_type = "g5.2xlarge"\n}\n'}, "a named instance"),
     ({"train.py": DDP_TRAIN}, "data-parallel code"),
@@ -89,6 +88,16 @@ def test_a_named_instance_several_gpus_or_data_parallel_code_size_the_spend(extr
     f, wls = _amp({"train.py": CUSTOM_TRAIN, "net.py": "class Net:\n    pass\n", **extra})
     assert f.severity.value == "warning", why
     assert all("spend_unsized" not in w["resolved"] for w in wls)
+
+
+@pytest.mark.parametrize("extra", [
+    {"run.sh": "torchrun --nproc_per_node $NGPUS train.py\n"},  # a count read at run time: its caller may pass 1
+    {"run.sh": "deepspeed --num_gpus 1 train.py --deepspeed ds.json\n",
+     "ds.json": '{"train_batch_size": 8, "zero_optimization": {"stage": 0}, "fp16": {"enabled": false}}'},  # ZeRO-0 shards nothing
+])
+def test_an_unresolved_process_count_or_zero_stage_0_sizes_nothing(extra):
+    f, wls = _amp({"train.py": CUSTOM_TRAIN, "net.py": "class Net:\n    pass\n", **extra})
+    assert f.severity.value == "info" and "nothing sizes the spend" in f.message, f.message
 
 
 def test_a_known_large_model_on_one_unnamed_gpu_sizes_the_spend():
