@@ -706,7 +706,7 @@ def _common(paths: Iterable[Path]) -> str:
 
 def merge_repeats(findings: list[Finding]) -> list[Finding]:
     """One finding per code, file and line: a helper imported by three workloads is one finding that
-    names the three (the costliest message is kept; every affected workload is listed). Findings of
+    names the three (the most severe, then costliest, message is kept; every affected workload is listed). Findings of
     one workload at one line stay apart (two settings missing on one estimator are two problems):
     the i-th finding of each workload there is merged with the i-th of the others."""
     groups: dict[tuple, list[Finding]] = {}
@@ -723,7 +723,8 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
         lanes = [sorted(fs, key=lambda f: (f.symbol, f.message)) for fs in per_workload.values()]
         for i in range(max(len(l) for l in lanes)):
             same = [l[i] for l in lanes if i < len(l)]
-            best = max(same, key=lambda f: (f.cost_impact.usd_per_hour or 0.0, -same.index(f)))
+            # the most severe reading wins: a helper that one sized job runs is a warning whatever a demo sibling is
+            best = max(same, key=lambda f: (f.severity.rank, f.cost_impact.usd_per_hour or 0.0, -same.index(f)))
             names = tuple(sorted({n for f in same for n in f.affected}))
             out.append(best.with_(workloads=names) if len(names) > 1 else best)
     return out

@@ -167,3 +167,17 @@ def test_a_multi_gpu_example_named_for_its_parallelism_gets_mem002_at_info(folde
     (f,) = [f for f in r.findings if f.code == "MEM002"]
     assert f.severity.value == severity
     assert ("is named for its parallelism: 16 GPUs look like the point of the example" in f.message) == (severity == "info")
+
+
+def test_one_finding_for_two_workloads_takes_the_severity_of_the_sized_one():
+    # one script, two experiment configs: one slot (unsized) and eight slots (a multi-GPU job)
+    trial = ("import torch\nfrom determined.pytorch import PyTorchTrial\nfrom net import Net\n\n\nclass T(PyTorchTrial):\n"
+             "    def __init__(self, context):\n        self.model = context.wrap_model(Net(context.get_hparam('h')))\n"
+             "        self.opt = context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.1))\n\n"
+             "    def train_batch(self, batch, epoch_idx, batch_idx):\n        loss = self.model(batch).sum()\n"
+             "        self.context.backward(loss)\n        self.context.step_optimizer(self.opt)\n        return {'loss': loss}\n")
+    cfg = "name: {n}\nentrypoint: model_def:T\nresources:\n  slots_per_trial: {n}\nsearcher:\n  name: single\n  metric: loss\n"
+    r = scan_files({"model_def.py": trial, "net.py": "class Net:\n    pass\n",
+                    "const.yaml": cfg.format(n=1), "distributed.yaml": cfg.format(n=8)})
+    (f,) = [f for f in r.findings if f.code == "AMP001"]
+    assert len(f.workloads) == 2 and f.severity.value == "warning", (f.workloads, f.severity, f.message)
