@@ -682,8 +682,14 @@ def _stray_copies(entries: dict[str, list[_Use]], repo: Repo, pinned: set) -> di
     copies: dict[str, str] = {}
     for path in sorted(entries):
         twin = launched.get((posixpath.basename(path), repo.digests.get(path) or ""))
-        if twin and twin != path and not entries[path] and path not in pinned:
-            copies[path] = twin
+        if not twin or twin == path or entries[path] or path in pinned:
+            continue
+        # a launcher of the twin that sits in the copy's own folder tree (scripts/run.sh running a relative
+        # finetune.py) may have been linked to the wrong namesake: the copy is not known to be stray then
+        home = posixpath.dirname(path)
+        if any(u.path.startswith(home + "/") if home else True for u in entries[twin]):
+            continue
+        copies[path] = twin
     return copies
 
 

@@ -181,3 +181,14 @@ def test_one_finding_for_two_workloads_takes_the_severity_of_the_sized_one():
                     "const.yaml": cfg.format(n=1), "distributed.yaml": cfg.format(n=8)})
     (f,) = [f for f in r.findings if f.code == "AMP001"]
     assert len(f.workloads) == 2 and f.severity.value == "warning", (f.workloads, f.severity, f.message)
+
+
+def test_a_copy_with_a_launcher_of_the_twin_in_its_own_folder_is_not_called_stray():
+    # sala/scripts/run.sh starts the job's copy by a path out of its folder: which namesake it meant is not
+    # certain (a relative name run from another working directory links like this), so both stay workloads
+    r = scan_files({"job/train.py": FP32_TRAIN, "sala/train.py": FP32_TRAIN,
+                    "sala/scripts/run.sh": "python ../../job/train.py\n"})
+    assert sorted(w["entrypoint"] for w in r.workloads) == ["job/train.py", "sala/train.py"]
+    # a launcher beside the copy it runs links that copy: the other namesake is the stray one
+    r = scan_files({"job/train.py": FP32_TRAIN, "sala/train.py": FP32_TRAIN, "sala/scripts/run.sh": "python train.py\n"})
+    assert [w["entrypoint"] for w in r.workloads] == ["sala/train.py"]
