@@ -281,7 +281,7 @@ class Scanner:
         launched: set[str] = set()
         cache = self._cache(root, rules) if req.cache else None
         digests: dict[str, str] = {}  # files to analyse whose result goes into the cache
-        texts: dict[str, str] = {}  # each code file's bytes, hashed: a byte-identical copy of a launched script is no workload
+        code_digests: dict[str, str] = {}  # each code file's content digest: a byte-identical copy of a launched script is no workload
         total = len(order) + len(problems)
 
         def take(res: FileResult) -> None:
@@ -302,7 +302,7 @@ class Scanner:
                         continue
                     force = cand.kind in CODE_KINDS and (posixpath.basename(cand.rel) in launched or cand.rel in forced)
                     if cand.kind in CODE_KINDS:
-                        texts[cand.rel] = text_digest(data)
+                        code_digests[cand.rel] = text_digest(data)
                     if cache is not None and isinstance(data, bytes):  # an editor's unsaved text is not kept
                         digest = content_digest(data, cand.kind, force)
                         hit = cache.get(cand.rel, digest)
@@ -329,7 +329,7 @@ class Scanner:
         if cache is not None:
             cache.save()
         self.last_cache = cache
-        repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands}, texts)
+        repo = Repo({p: r.facts for p, r in results.items()}, {c.rel: c.kind for c in cands}, digests=code_digests)
         scope = Scope.of(self.config, root, [c.rel for c in cands])
         linked = link(repo, self.config.workloads, scope)
         workloads = linked.workloads

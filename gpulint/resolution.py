@@ -245,7 +245,7 @@ class WorkloadResolution:
     launch_nodes: int | None = None  # nodes the launchers ask for (--nnodes, num_machines, srun -N)
     tutorial: str | None = None  # what makes it tutorial-sized (gpulint.scale): MNIST, a 1.2M-parameter model ...
     gpus_hidden: str | None = None  # every launcher runs it with no usable GPU (CUDA_VISIBLE_DEVICES= at Makefile:6, a CPU-only torch image)
-    unsized: str | None = None  # why nothing sizes its GPU time (gpulint.scale): no instance, small or unknown model, one GPU
+    unsized: str | None = None  # why nothing sizes its GPU time (gpulint.scale): no named instance or GPU, unknown model size, one GPU
 
     @property
     def device(self) -> str:

@@ -124,8 +124,8 @@ def toy_workload(wl: Workload) -> str | None:
 
 
 def unsized_spend(wl: Workload) -> str | None:
-    """Why nothing sizes the workload's GPU time (no named instance, a model of unknown or small size, one GPU
-    and no data-parallel code), in words, or None: resolved once per workload by the host
+    """Why nothing sizes the workload's GPU time (no named instance or GPU model, a model of unknown size, one
+    GPU and no data-parallel code), in words, or None: resolved once per workload by the host
     (``WorkloadResolution.unsized``, see ``gpulint.scale``). Rules whose warning rests on the spend being
     material speak at info then."""
     return wl.resolution.unsized if wl.resolution is not None else None

@@ -687,7 +687,7 @@ def _stray_copies(entries: dict[str, list[_Use]], repo: Repo, pinned: set) -> di
         # a launcher of the twin that sits in the copy's own folder tree (scripts/run.sh running a relative
         # finetune.py) may have been linked to the wrong namesake: the copy is not known to be stray then
         home = posixpath.dirname(path)
-        if any(u.path.startswith(home + "/") if home else True for u in entries[twin]):
+        if any(not home or u.path.startswith(home + "/") for u in entries[twin]):
             continue
         copies[path] = twin
     return copies

@@ -42,9 +42,10 @@ class MissingMixedPrecision(Rule):
         config at run time) it stays silent.
         Severity follows the evidence: a warning where the compute, a launcher (torchrun, deepspeed)
         or the code (``.cuda()``, a ``"cuda"`` device) puts the training on a GPU and something sizes the
-        spend (a named instance, a model of 20M+ parameters, a job of 2+ GPUs or nodes, data-parallel or
-        sharded code); info for one GPU of a kind nothing names running a model of unknown or small size
-        (``spend_unsized`` in ``gpulint workloads``: a demo's hundred steps as likely as a rented node); info where only a
+        spend (a named instance or GPU model, a model of known size, a job of 2+ GPUs or nodes, a trainer
+        asking for several devices, data-parallel or sharded code); info for one GPU of a kind nothing names
+        running a model of unknown size (``spend_unsized`` in ``gpulint workloads``: a demo's hundred steps as
+        likely as a rented node); info where only a
         framework that falls back to the CPU (HF Trainer, accelerate, Lightning ``"auto"``) or a
         ``torch.cuda.is_available()`` check says so, for a notebook whose machine nothing in the
         repository names (no compute target, no job that runs it), for tutorial-sized workloads (a benchmark
