@@ -125,10 +125,12 @@ register("inference", "code", _obj(("via",), via=STR), "The code runs a model wi
 register("serves", "code", _obj(("via",), via=STR),
          "The code serves a model: a FastAPI/Flask app, Triton/TorchServe handler, vLLM/TGI engine, SageMaker model_fn ...")
 register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_STR, _t("object")), enabled=_or(TRI, _t("object")),
-                                   from_launcher=BOOL, from_config=BOOL, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL),
+                                   from_launcher=BOOL, from_config=BOOL, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL, local=BOOL),
          "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
          "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
-         "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read).")
+         "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read); "
+         "local: a with autocast(enabled=False) region inside a function, an fp32 island within the run's precision, "
+         "not a setting of it.")
 register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16).")
 register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
 register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),

@@ -121,6 +121,8 @@ def precision_view(wl: Workload) -> PrecisionView:
     view = PrecisionView()
     for f in wl.of("precision"):
         v = f.value
+        if v.get("local"):
+            continue  # an fp32 island inside a function (``with autocast(enabled=False):``), not the run's setting
         mech = v.get("mechanism")
         enabled = v.get("enabled")
         dtype = v.get("dtype")

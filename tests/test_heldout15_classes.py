@@ -192,3 +192,46 @@ def test_a_copy_with_a_launcher_of_the_twin_in_its_own_folder_is_not_called_stra
     # a launcher beside the copy it runs links that copy: the other namesake is the stray one
     r = scan_files({"job/train.py": FP32_TRAIN, "sala/train.py": FP32_TRAIN, "sala/scripts/run.sh": "python train.py\n"})
     assert [w["entrypoint"] for w in r.workloads] == ["sala/train.py"]
+
+
+# -- a with autocast(enabled=False) region inside a function is an fp32 island, not the run's precision ---
+ROTARY_LIB = """\
+import torch
+from torch import nn
+
+class Rotary(nn.Module):
+    def forward(self, t):
+        with torch.autocast("cuda", enabled=False):
+            return t.float().sin()
+"""
+AMP_LOOP = """\
+import torch
+from rotary import Rotary
+
+model = torch.nn.Sequential(Rotary()).cuda()
+opt = torch.optim.AdamW(model.parameters())
+scaler = torch.cuda.amp.GradScaler()
+for x in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x.cuda()).sum()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+"""
+FP32_LOOP = AMP_LOOP.replace('    with torch.autocast("cuda", dtype=torch.float16):\n        loss', "    loss")
+
+
+def test_a_local_autocast_disabled_region_does_not_turn_amp_off():
+    assert [c for c in codes({"rotary.py": ROTARY_LIB, "train.py": AMP_LOOP}) if c[0] == "AMP001"] == []
+
+
+def test_a_run_without_autocast_is_reported_at_its_loop_not_at_the_local_region():
+    amp = [c for c in codes({"rotary.py": ROTARY_LIB, "train.py": FP32_LOOP}) if c[0] == "AMP001"]
+    assert [c[2] for c in amp] == ["train.py"]
+
+
+@pytest.mark.parametrize("switch", ["enabled=use_amp", "enabled=False"])
+def test_an_autocast_switch_of_the_run_stays_a_workload_fact(switch):
+    # a variable is the run's switch; a literal False at the training step's own level (module code) is too
+    loop = AMP_LOOP.replace('dtype=torch.float16', f'dtype=torch.float16, {switch}').replace("scaler = ", "use_amp = False\nscaler = ")
+    amp = [c for c in codes({"train.py": loop}) if c[0] == "AMP001"]
+    assert [c[2] for c in amp] == ["train.py"]

@@ -934,9 +934,11 @@ def _precision(f: _Facts) -> None:
             enabled = True if on is not None or dtype is UNKNOWN else None
         if on is None and dtype is not UNKNOWN:
             enabled = None  # a choice that includes fp32: undecided
-        f.add("precision", {"mechanism": "autocast", "dtype": half if on is True else _norm(_dtype(dtype)),
-                            "enabled": _norm(enabled) if not isinstance(enabled, OneOf) else None},
-              c.node, c.qualname, in_with=c.in_with, scope=c.scope)
+        value = {"mechanism": "autocast", "dtype": half if on is True else _norm(_dtype(dtype)),
+                 "enabled": _norm(enabled) if not isinstance(enabled, OneOf) else None}
+        if _local_fp32_region(c):
+            value["local"] = True
+        f.add("precision", value, c.node, c.qualname, in_with=c.in_with, scope=c.scope)
     for c in ix.calls_to(*TE_AUTOCAST):
         # NVIDIA TransformerEngine runs its layers in FP8 inside this context (``enabled`` defaults to True)
         enabled = _norm(f.val(c, "enabled", 0)) if f.present(c, "enabled") or c.positional(0) is not None else True
@@ -1247,6 +1249,15 @@ def _parsed_classes(f: _Facts, c: Call) -> list[str]:
 
 def _has_enabled(c: Call) -> bool:
     return c.kwarg("enabled") is not None
+
+
+def _local_fp32_region(c: Call) -> bool:
+    """``with torch.autocast("cuda", enabled=False):`` written with the literal False inside a function: an fp32
+    island carved out of whatever autocast runs around it (a rotary embedding's or a loss's forward), the
+    pattern PyTorch documents as locally disabling autocast. It says nothing of the workload's precision; a
+    variable or a flag (``enabled=use_amp``) is a switch of the run and stays a workload fact."""
+    e = c.kwarg("enabled")
+    return c.in_with and bool(c.scope) and e is not None and e.__class__ is ast.Constant and e.value is False
 
 
 def _lightning_precision(p: Any) -> dict:
