@@ -144,7 +144,8 @@ register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
          "init_process_group and its backend (nccl, gloo, mpi, or null); attrs.guards: the branches it sits in "
          "(cpu/gpu of a CUDA check, multi_gpu, debug, dead, other_os), attrs.rpc: the file also starts torch.distributed.rpc.")
 register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
-         "attrs.guards as for process_group, attrs.function: the enclosing function.")
+         "attrs.guards as for process_group, attrs.function: the enclosing function, attrs.ddp_fallback: it sits on the "
+         "other side of an if from the file's own DistributedDataParallel/FSDP (the non-distributed fallback).")
 register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
 register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
          "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp ...; dir when literal.")

@@ -200,6 +200,22 @@ def model_fn(model_dir):
 """,
             title="DataParallel in a SageMaker inference hook",
         ),
+        Example(
+            """\
+import torch
+model = build()
+if args.distributed:
+    model = torch.nn.parallel.DistributedDataParallel(model.cuda(args.gpu), device_ids=[args.gpu])
+elif args.gpu is not None:
+    model = model.cuda(args.gpu)
+else:
+    model = torch.nn.DataParallel(model).cuda()
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+""",
+            title="the non-distributed fallback of a script whose DDP path is one flag away",
+        ),
     ]
     INVALID = [
         Example(
@@ -237,6 +253,8 @@ for x in loader:
                 continue  # never runs, runs without a GPU, or wraps a model for serving (no gradients)
             if "multi_gpu" in guards and several is False:
                 continue  # `if device_count() > 1:` on a one-GPU node: DataParallel is never built
+            if attrs.get("ddp_fallback"):
+                continue  # ``if args.distributed: DDP(...) else: DataParallel(...)``: the script's DDP is one flag away
             if "multi_gpu" in guards and (wl.code_facts("ddp") or any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers)):
                 continue  # the non-distributed fallback of a script that runs distributed (DDP branch, torchrun)
             toy = toy_workload(wl)

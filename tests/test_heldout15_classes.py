@@ -235,3 +235,27 @@ def test_an_autocast_switch_of_the_run_stays_a_workload_fact(switch):
     loop = AMP_LOOP.replace('dtype=torch.float16', f'dtype=torch.float16, {switch}').replace("scaler = ", "use_amp = False\nscaler = ")
     amp = [c for c in codes({"train.py": loop}) if c[0] == "AMP001"]
     assert [c[2] for c in amp] == ["train.py"]
+
+
+# -- DataParallel as the else of the script's own DDP branch is a fallback, not the script's parallelism ---
+DP_SCRIPT = """\
+import torch
+model = build()
+if args.distributed:
+    model = torch.nn.parallel.DistributedDataParallel(model.cuda())
+{other}
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+P4D = {"infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n}\n'}
+
+
+def test_dataparallel_in_the_else_of_a_ddp_branch_is_not_reported():
+    files = {"train.py": DP_SCRIPT.format(other="else:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D}
+    assert [c for c in codes(files) if c[0] == "NET006"] == []
+
+
+def test_dataparallel_under_a_test_of_its_own_is_still_reported():
+    files = {"train.py": DP_SCRIPT.format(other="if args.dp:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D}
+    assert [c[:3] for c in codes(files) if c[0] == "NET006"] == [("NET006", "warning", "train.py")]

@@ -1753,10 +1753,13 @@ def _distributed(f: _Facts) -> None:
             backend, explicit = None, False  # torch picks NCCL for CUDA when none is given
         f.add("process_group", {"backend": backend, "explicit": explicit}, c.node, c.qualname, guards=list(c.guards),
               rpc=any(x.qualname in RPC_INIT for x in ix.calls))
+    distributed = [x for x in ix.calls_to(*DDP, *FSDP)]
     for c in ix.calls_to(*DATAPARALLEL):
-        f.add("dataparallel", {}, c.node, c.qualname, guards=list(c.guards), function=c.scope)
+        f.add("dataparallel", {}, c.node, c.qualname, guards=list(c.guards), function=c.scope,
+              ddp_fallback=_fallback_of(c, distributed))
     for c in ix.calls_to(*FUNCTIONAL_DATAPARALLEL):
-        f.add("dataparallel", {"via": "functional"}, c.node, c.qualname, guards=list(c.guards), function=c.scope)
+        f.add("dataparallel", {"via": "functional"}, c.node, c.qualname, guards=list(c.guards), function=c.scope,
+              ddp_fallback=_fallback_of(c, distributed))
     for c in ix.calls_to(*DDP):
         f.add("ddp", {"via": "DistributedDataParallel"}, c.node, c.qualname)
     for c in ix.calls_to(*RAY_TRAIN):
@@ -1777,6 +1780,13 @@ def _distributed(f: _Facts) -> None:
         f.add("sharding", {"via": "fsdp", "stage": stage, "hybrid": "HYBRID" in (dotted(strategy) or "") if strategy is not None else False},
               c.node, c.qualname)
         f.add("ddp", {"via": "FSDP"}, c.node, c.qualname)
+
+
+def _fallback_of(c: Call, others: list[Call]) -> bool:
+    """Is `c` on the other side of an ``if`` from one of `others`: ``if args.distributed: DDP(...) ... else:
+    DataParallel(...)`` (the pytorch/examples ImageNet shape), where the script's own distributed path is a flag away."""
+    sides = {id(test): side for test, side in c.conditions}
+    return any(sides.get(id(test), side) != side for o in others for test, side in o.conditions)
 
 
 def _checkpoints(f: _Facts) -> None:
