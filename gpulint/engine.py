@@ -622,8 +622,15 @@ def _sys001_severity(findings: list[Finding], workloads: list[Workload]) -> list
     if not any(f.code == "SYS001" for f in findings):
         return findings
     fed = fed_files(workloads)
+    # a JSON file past the size budget that feeds nothing is data (a tokenizer vocabulary, a dataset, a generated
+    # schema): no configuration gpulint reads is megabytes of JSON, so skipping it is not worth a line of output
+    findings = [f for f in findings if not (f.code == "SYS001" and f.loc.path not in fed and _oversized_json(f))]
     return [f.with_(severity=Severity.INFO) if f.code == "SYS001" and f.loc.path not in fed and f.severity is Severity.ERROR else f
             for f in findings]
+
+
+def _oversized_json(f: Finding) -> bool:
+    return f.loc.path.lower().endswith(".json") and f.message.startswith(f"{f.loc.path} could not be read: {TOO_BIG}")
 
 
 def _unused(s: Suppression, enabled: set[str], known: set[str]) -> list[Finding]:

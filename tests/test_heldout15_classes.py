@@ -259,3 +259,11 @@ def test_dataparallel_in_the_else_of_a_ddp_branch_is_not_reported():
 def test_dataparallel_under_a_test_of_its_own_is_still_reported():
     files = {"train.py": DP_SCRIPT.format(other="if args.dp:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D}
     assert [c[:3] for c in codes(files) if c[0] == "NET006"] == [("NET006", "warning", "train.py")]
+
+
+# -- a JSON file past the size budget that nothing reads is data, skipped in silence ------------------------
+def test_an_oversized_json_nothing_reads_is_skipped_quietly():
+    files = {"train.py": FP32_TRAIN, "tokenizer/vocab.json": '{"rows": [' + ", ".join(['"x"'] * 800) + "]}\n",
+             "notes.py": "x = (\n" + "1,\n" * 800 + ")\n"}
+    sys001 = sorted(f.loc.path for f in scan_files(files, config_text="max-file-size-kb = 1\n").findings if f.code == "SYS001")
+    assert sys001 == ["notes.py"]  # code past the budget is still said (it may train); the vocabulary is not
