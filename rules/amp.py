@@ -306,6 +306,7 @@ Trainer(model=model, args=args).train()
         bench = benchmark_of(wl)
         spend_unknown = gpu_spend_unknown(wl)
         unsized = None if toy or deliberate or bench or spend_unknown else unsized_spend(wl)
+        tf32 = _tf32_on(wl)
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
@@ -313,7 +314,9 @@ Trainer(model=model, args=args).train()
             + (f" ({at.loc.path.rsplit('/', 1)[-1]} is named as the fp32 variant: fp32 looks deliberate)" if deliberate else "")
             + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else "")
             + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if spend_unknown == NOTEBOOK_MACHINE_UNKNOWN else "")
-            + (f" (nothing sizes the spend: {unsized})" if unsized else ""),
+            + (f" (nothing sizes the spend: {unsized})" if unsized else "")
+            + (f"; TF32 is on ({tf32.loc.short()}): matmuls already use Tensor Cores, bf16 would still halve activation "
+               "memory and double their peak rate" if tf32 is not None else ""),
             # code that would train on the CPU as well, a notebook on a machine nobody names, one unnamed GPU for a
             # model of unknown size: advice
             severity=Severity.INFO if toy or deliberate or bench or spend_unknown or unsized else None,
@@ -349,8 +352,22 @@ def _left_at_default(defaults, wl: Workload) -> str:
     return "no mixed precision found"
 
 
+def _tf32_on(wl: Workload):
+    """The fact that turns TF32 on for matmuls (``allow_tf32 = True``, ``set_float32_matmul_precision("high")``,
+    ``TrainingArguments(tf32=True)``), or None."""
+    on = [f for f in wl.of("tf32") if f.value.get("enabled") is True and (f.value.get("what", "matmul") == "matmul" or f.key == "tf32")]
+    return min(on, key=lambda f: f.loc) if on else None
+
+
 def _amp_cost(wl: Workload):
     assumption = f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)"
+    tf32 = _tf32_on(wl)
+    if tf32 is not None:
+        # the 1.5x is measured against plain fp32; TF32 already runs fp32 matmuls on Tensor Cores, and what bf16 adds
+        # over it (half the activation memory and bandwidth, twice TF32's peak matmul rate) depends on the model
+        return unpriced(f"No hourly figure: TF32 is on ({tf32.loc.short()}), so fp32 matmuls already run on Tensor Cores; "
+                        f"the {AMP_SPEEDUP}x assumed against plain fp32 does not hold against TF32, and what bf16 adds "
+                        "over it depends on the model.")
     c = compute_of(wl)
     if c is None or not c.usd_per_hour:
         return avoidable(wl, 1 - 1 / AMP_SPEEDUP, assumption)  # says why no price is attached

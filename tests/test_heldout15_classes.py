@@ -267,3 +267,13 @@ def test_an_oversized_json_nothing_reads_is_skipped_quietly():
              "notes.py": "x = (\n" + "1,\n" * 800 + ")\n"}
     sys001 = sorted(f.loc.path for f in scan_files(files, config_text="max-file-size-kb = 1\n").findings if f.code == "SYS001")
     assert sys001 == ["notes.py"]  # code past the budget is still said (it may train); the vocabulary is not
+
+
+# -- AMP001 against a run with TF32 on: says so, and attaches no figure measured against plain fp32 ---------
+def test_amp001_with_tf32_on_states_it_and_attaches_no_figure():
+    train = FP32_TRAIN.replace("import torch\n", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n")
+    (amp,) = [f for f in scan_files({"train.py": train, **P4D}).findings if f.code == "AMP001"]
+    assert "TF32 is on (train.py:2)" in amp.message
+    assert amp.cost_impact.usd_per_hour is None and "TF32 is on" in amp.cost_impact.basis
+    (plain,) = [f for f in scan_files({"train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
+    assert "TF32" not in plain.message and plain.cost_impact.usd_per_hour
