@@ -706,6 +706,12 @@ class _Indexer:
                 self.ix.mutated.add((text, scope))
             return
         if target.__class__ in (ast.Tuple, ast.List):
+            if value.__class__ in (ast.Tuple, ast.List) and len(value.elts) == len(target.elts) and \
+                    not any(e.__class__ is ast.Starred for e in (*target.elts, *value.elts)):
+                # ``V, C, steps = 11, 64, 1000``: each name is bound to its own element, as Python pairs them
+                for el, v in zip(target.elts, value.elts):
+                    self._record_assign(el, v, node)
+                return
             for el in target.elts:
                 text = dotted(el.value if el.__class__ is ast.Starred else el)
                 if text:

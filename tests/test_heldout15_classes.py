@@ -277,3 +277,35 @@ def test_amp001_with_tf32_on_states_it_and_attaches_no_figure():
     assert amp.cost_impact.usd_per_hour is None and "TF32 is on" in amp.cost_impact.basis
     (plain,) = [f for f in scan_files({"train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
     assert "TF32" not in plain.message and plain.cost_impact.usd_per_hour
+
+
+# -- model sizes: names bound by tuple unpacking, and an __init__ whose instance is not called self ---------
+TINY = """\
+import torch
+from torch import nn
+V, C, steps = 11, 64, 1000
+class M(nn.Module):
+    def __init__({me}):
+        super().__init__()
+        {me}.e = nn.Embedding(V, C)
+        {me}.o = nn.Linear(C, V)
+    def forward({me}, x):
+        return {me}.o({me}.e(x))
+model = M().cuda()
+opt = torch.optim.Adam(model.parameters())
+for i in range(steps):
+    model(torch.randint(0, V, (4, 8)).cuda()).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("me", ["self", "s"])
+def test_layer_sizes_read_tuple_unpacked_literals_under_any_instance_name(me):
+    (wl,) = scan_files({"train.py": TINY.format(me=me)}).workloads
+    assert wl["resolved"]["model"]["params"] == 11 * 64 + 64 * 11 + 11
+
+
+def test_a_layer_sized_by_an_unpacked_unknown_stays_unknown():
+    src = TINY.format(me="s").replace("V, C, steps = 11, 64, 1000", "V, C, steps = args.v, 64, 1000")
+    (wl,) = scan_files({"train.py": src}).workloads
+    assert (wl["resolved"].get("model") or {}).get("params") is None

@@ -188,8 +188,10 @@ class _Counter:
     def _init_layers(self, init: ast.FunctionDef, depth: int) -> int:
         """Parameters of the layers an ``__init__`` assigns to ``self``; raises _Unknown where one is not literal."""
         total = 0
+        # the instance is whatever the first parameter is called (``def __init__(s, V, C):`` is legal and used)
+        me = init.args.args[0].arg if init.args.args else "self"
         for stmt in ast.walk(init):
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _on_self(stmt):
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _on_self(stmt, me):
                 v = stmt.value
                 if isinstance(v, ast.Call):
                     total += self.torch_call(v, "__init__", depth)
@@ -305,9 +307,9 @@ def _flat(body: list) -> list:
     return out
 
 
-def _on_self(stmt) -> bool:
+def _on_self(stmt, me: str = "self") -> bool:
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    return any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" for t in targets)
+    return any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me for t in targets)
 
 
 class _Args:
