@@ -34,7 +34,7 @@ from gpulint.rule import Rule
 from gpulint.sources import NewerSyntax, ParseError, Source
 from gpulint.suppressions import Suppression, find_suppressions, is_suppressed
 from gpulint.resolve import resolve_scan
-from gpulint.scope import Scope
+from gpulint.scope import Scope, retired_reason
 from gpulint.workloads import CODE_KINDS, Repo, Workload, link
 
 
@@ -358,7 +358,7 @@ class Scanner:
             except Exception as exc:
                 findings.append(rule_error(rule, Location(".", 1, 1), "the repository", exc))
                 errors.append(format_traceback(exc))
-        findings = [f for f in findings if not scope.outside(f.loc.path)]
+        findings = [_in_retired_code(f) for f in findings if not scope.outside(f.loc.path)]
         findings = self._post(merge_repeats(findings), results, rules, report_only, root)
         findings = bl.assign_fingerprints(findings)
         if req.baseline:
@@ -627,6 +627,13 @@ def _sys001_severity(findings: list[Finding], workloads: list[Workload]) -> list
     findings = [f for f in findings if not (f.code == "SYS001" and f.loc.path not in fed and _oversized_json(f))]
     return [f.with_(severity=Severity.INFO) if f.code == "SYS001" and f.loc.path not in fed and f.severity is Severity.ERROR else f
             for f in findings]
+
+
+def _in_retired_code(f: Finding) -> Finding:
+    """A warning or error in code the repository marks as retired (``archived/``, ``legacy/``) is advice: info,
+    saying why, so that it neither fails CI nor ranks beside the code that runs."""
+    why = retired_reason(f.loc.path) if f.severity is not Severity.INFO else None
+    return f.with_(severity=Severity.INFO, message=f"{f.message} ({why})") if why else f
 
 
 def _oversized_json(f: Finding) -> bool:

@@ -9,6 +9,8 @@ never workloads of their own and no finding is reported in them: a platform
 team does not rent GPUs for a unit test or for a copy of someone else's
 example. ``include-tests`` / ``include-vendored`` in the configuration bring
 them back; ``extend-exclude`` adds globs to what is skipped entirely.
+Code under a folder its repository names as retired (``archived/``, ``legacy/``,
+``deprecated/``, ``retired_benchmarks/``) stays in scope, with its findings at info.
 """
 from __future__ import annotations
 
@@ -33,6 +35,22 @@ def test_reason(path: str) -> str | None:
     stem = name.rsplit(".", 1)[0]
     if name == "conftest.py" or stem.startswith("test_") or stem.endswith("_test") or stem in ("tests", "test"):
         return f"a test module ({name})"
+    return None
+
+
+#: folders a repository names as no longer run: ``archived/`` notebooks, ``legacy/`` trainers, MLPerf's
+#: ``retired_benchmarks/`` and ``never-adopted/``. Findings there are advice (info): the repository says itself
+#: that nobody rents a GPU for this code any more, and its fixes would land in code nobody maintains
+RETIRED_DIRS = frozenset({"archive", "archived", "archives", "deprecated", "legacy", "obsolete", "retired", "unmaintained",
+                          "never-adopted", "never_adopted", "attic"})
+_RETIRED_PREFIX = re.compile(r"^(retired|deprecated|archived|legacy)[-_]", re.I)
+
+
+def retired_reason(path: str) -> str | None:
+    """Why ``path`` is code its repository marks as retired (a folder so named), or None."""
+    for d in path.split("/")[:-1]:
+        if d.lower() in RETIRED_DIRS or _RETIRED_PREFIX.match(d):
+            return f"{d}/ marks it as retired"
     return None
 
 

@@ -309,3 +309,16 @@ def test_a_layer_sized_by_an_unpacked_unknown_stays_unknown():
     src = TINY.format(me="s").replace("V, C, steps = 11, 64, 1000", "V, C, steps = args.v, 64, 1000")
     (wl,) = scan_files({"train.py": src}).workloads
     assert (wl["resolved"].get("model") or {}).get("params") is None
+
+
+# -- code a repository marks as retired (archived/, legacy/, retired_benchmarks/) is advice only -------------
+@pytest.mark.parametrize("folder", ["retired_benchmarks/maskrcnn", "archived", "examples/legacy", "deprecated/v1"])
+def test_findings_in_retired_code_are_info_and_say_why(folder):
+    (amp,) = [f for f in scan_files({f"{folder}/train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
+    assert amp.severity.value == "info" and "marks it as retired" in amp.message
+
+
+@pytest.mark.parametrize("folder", ["archiver", "old_models", "retirement_plans"])
+def test_folders_that_only_resemble_retired_names_keep_their_severity(folder):
+    (amp,) = [f for f in scan_files({f"{folder}/train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
+    assert amp.severity.value == "warning"
