@@ -110,11 +110,16 @@ for x in loader:
     def check_workload(self, wl: Workload, ctx):
         if not wl.trains or not on_gpu(wl):
             return
+        # files that put the model on an XLA device or a Gaudi HPU: their process group (torch_xla's gloo with
+        # init_method="xla://") coordinates that device, while the workload's CUDA path sits in another file
+        other_device = {x.loc.path for x in wl.code_facts("other_accelerator")}
         for f in wl.code_facts("process_group"):
             backend = f.value.get("backend")
             attrs = f.attrs or {}
             if attrs.get("rpc"):
                 continue  # RPC / parameter-server code keeps its CPU-side group on Gloo on purpose
+            if f.loc.path in other_device:
+                continue
             if set(attrs.get("guards") or ()) & (OFF_GPU_HOST | {"debug"}):
                 continue  # the branch that runs without CUDA (or never, or only when debugging)
             if isinstance(backend, str) and backend in ("gloo", "mpi"):

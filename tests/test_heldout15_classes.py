@@ -322,3 +322,40 @@ def test_findings_in_retired_code_are_info_and_say_why(folder):
 def test_folders_that_only_resemble_retired_names_keep_their_severity(folder):
     (amp,) = [f for f in scan_files({f"{folder}/train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
     assert amp.severity.value == "warning"
+
+
+# -- the gloo group of a torch_xla code path is the TPU's, not the CUDA training's ---------------------------
+XLA_UTILS = """\
+import torch.distributed as dist
+import torch_xla.core.xla_model as xm
+
+def setup():
+    dist.init_process_group("gloo", init_method="xla://")
+    return xm.xla_device()
+"""
+CUDA_UTILS = """\
+import torch.distributed as dist
+
+def setup():
+    dist.init_process_group("gloo")
+    return "cuda"
+"""
+RUN = """\
+import os
+import torch
+if os.environ.get("USE_CUDA"):
+    from cuda_utils import setup
+else:
+    from xla_utils import setup
+device = setup()
+model = torch.nn.Linear(4096, 4096).to(device)
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    model(x.to(device)).sum().backward()
+    opt.step()
+"""
+
+
+def test_gloo_in_the_xla_path_is_not_net005_but_gloo_in_the_cuda_path_is():
+    net = [c[2] for c in codes({"run.py": RUN, "xla_utils.py": XLA_UTILS, "cuda_utils.py": CUDA_UTILS, **P4D}) if c[0] == "NET005"]
+    assert net == ["cuda_utils.py"]
