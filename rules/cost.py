@@ -527,6 +527,10 @@ class SteadyServingOnOnDemand(Rule):
         c = compute_of(wl)
         if c is None or c.instance is None or c.capacity != "on-demand" or c.price is None or not c.price.unit_usd_per_hour:
             return
+        if c.target_role == "training":
+            # the compute is a job (a SageMaker Estimator/ModelTrainer, a Determined experiment) that runs the script
+            # once and ends, as a script with a model_fn may be run to compile or export the model: it serves nothing
+            return
         replicas = c.min_nodes if c.min_nodes is not None else c.nodes
         if not replicas or replicas < 1:
             return  # scales to zero: not steady

@@ -359,3 +359,31 @@ for x in loader:
 def test_gloo_in_the_xla_path_is_not_net005_but_gloo_in_the_cuda_path_is():
     net = [c[2] for c in codes({"run.py": RUN, "xla_utils.py": XLA_UTILS, "cuda_utils.py": CUDA_UTILS, **P4D}) if c[0] == "NET005"]
     assert net == ["cuda_utils.py"]
+
+
+# -- a script with a model_fn that a training job runs (to compile or export) does not serve around the clock --
+COMPILE = """\
+import torch
+from transformers import AutoModelForSequenceClassification
+
+
+def model_fn(model_dir):
+    return AutoModelForSequenceClassification.from_pretrained(model_dir).cuda().eval()
+
+
+if __name__ == "__main__":
+    model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+    model.save_pretrained("/opt/ml/model")
+"""
+NB_JOB = """\
+from sagemaker.pytorch import PyTorch
+est = PyTorch(entry_point="compile.py", source_dir="src", instance_type="{kind}", instance_count=1,
+              role=role, framework_version="2.1", py_version="py310")
+est.fit()
+"""
+
+
+def test_cost006_is_silent_for_a_serving_script_whose_compute_is_a_training_job():
+    cost = [c for c in codes({"src/compile.py": COMPILE, "run.py": NB_JOB.format(kind="ml.g5.xlarge")}) if c[0] == "COST006"]
+    assert cost == []
+
