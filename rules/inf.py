@@ -133,6 +133,10 @@ class Handler(BaseHandler):
             return
         if toy_workload(wl):
             return  # an MNIST-sized model serves from a GPU in microseconds either way: 16 bit buys nothing
+        if wl.role == "batch" and wl.code_facts("checkpoint.save"):
+            # a job that loads a model and writes a model (merges adapters, compiles, converts, exports) runs it once,
+            # for minutes; and merging or converting in fp32 is often the point
+            return
         if any(f.value.get("via") in _SIXTEEN_BIT_ENGINES for f in wl.code_facts("serves")):
             return  # the engine picks 16 bit itself
         model = wl.resolution.model
@@ -153,7 +157,8 @@ class Handler(BaseHandler):
         where = f" on {c.instance_name}" if c is not None and c.instance_name else ""
         # a warning only where the gain is known: a model of INF_MIN_PARAMS+ on a GPU the infrastructure names;
         # small or unknown models (16-bit quality is a judgement for SAM, T5, inpainting nets) are advice
-        yield self.finding(anchor.loc, f"the model is served in fp32{where}: no 16-bit load, autocast or quantization found",
+        verb = "runs" if wl.role == "batch" else "is served"
+        yield self.finding(anchor.loc, f"the model {verb} in fp32{where}: no 16-bit load, autocast or quantization found",
                            symbol=f"{wl.name}:fp32", workload=wl.name, related=compute_related(wl), cost=cost,
                            severity=None if priced else Severity.INFO)
 

@@ -387,3 +387,29 @@ def test_cost006_is_silent_for_a_serving_script_whose_compute_is_a_training_job(
     cost = [c for c in codes({"src/compile.py": COMPILE, "run.py": NB_JOB.format(kind="ml.g5.xlarge")}) if c[0] == "COST006"]
     assert cost == []
 
+
+
+# -- a batch job that writes a model (an adapter merge, an export) is no fp32 serving -------------------------
+MERGE = """\
+import torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+
+base = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf").cuda()
+model = PeftModel.from_pretrained(base, "/opt/ml/input/data/adapter")
+with torch.no_grad():
+    model = model.merge_and_unload()
+{tail}
+"""
+EST = NB_JOB.replace("compile.py", "merge.py").format(kind="ml.g5.12xlarge")
+
+
+def test_inf001_is_silent_for_a_batch_job_that_writes_the_model():
+    files = {"src/merge.py": MERGE.format(tail='model.save_pretrained("/opt/ml/model")'), "run.py": EST}
+    assert [c for c in codes(files) if c[0] == "INF001"] == []
+
+
+def test_inf001_says_runs_for_a_batch_job_that_only_generates():
+    files = {"src/merge.py": MERGE.format(tail='print(model.generate(**batch))'), "run.py": EST}
+    (inf,) = [f for f in scan_files(files).findings if f.code == "INF001"]
+    assert "the model runs in fp32" in inf.message
