@@ -495,7 +495,8 @@ class SteadyServingOnOnDemand(Rule):
         instances, committed-use discounts) and reports the saving. Capacity named in
         ``[tool.gpulint.pricing] commitments`` is already committed and stays silent. A SageMaker
         endpoint (``ml.*``) is covered by SageMaker Savings Plans, not by the EC2 plans the catalogue
-        prices: it is named without a figure.
+        prices: it is named without a figure. A compute that is a training job (an Estimator or
+        ModelTrainer that runs a serving script once, to compile or export its model) serves nothing.
     Why it costs money:
         Steady serving is the textbook case for commitments: the same hours cost a third to two
         thirds less when they are committed for a year or three.

@@ -74,7 +74,8 @@ class Fp32InferenceOnGpu(Rule):
         module of layers): an HTTP front end that forwards requests to another server has none.
         The GPU must be known: from the compute target, or code that puts the model on ``cuda``;
         a handler that only asks ``torch.cuda.is_available()`` runs wherever it is deployed and
-        gets no finding. A warning when the gain is known (a model of 100M+ parameters on a GPU the
+        gets no finding. A batch job that writes a model (an adapter merge, a compile or export) runs
+        it once and is left alone. A warning when the gain is known (a model of 100M+ parameters on a GPU the
         infrastructure names); otherwise info, since 16-bit quality is a judgement for small or
         unknown models (segmentation, inpainting, T5-family overflow in fp16). A tutorial-sized model
         (an MNIST/CIFAR model, under 5M parameters) gets no finding: it gains nothing from 16 bit.

@@ -18,7 +18,9 @@ class GlooBackendOnGpu(Rule):
         Finds ``torch.distributed.init_process_group`` whose backend is literally ``"gloo"`` or
         ``"mpi"`` in a workload that trains on a GPU. A per-device backend string that includes
         NCCL for CUDA (``"cpu:gloo,cuda:nccl"``) and a backend chosen at run time are left alone;
-        with no backend given, PyTorch picks NCCL for CUDA. Info for a tutorial-sized workload
+        with no backend given, PyTorch picks NCCL for CUDA. A file that puts the model on an XLA
+        device or a Gaudi HPU (torch_xla's gloo with ``init_method="xla://"``) is that device's path
+        and is left alone. Info for a tutorial-sized workload
         (a benchmark dataset such as MNIST, or a model under 5M parameters), whose all-reduce is tiny.
     Why it costs money:
         Gloo moves CUDA tensors through host memory and TCP; NCCL uses NVLink/NVSwitch inside a
