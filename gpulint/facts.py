@@ -114,6 +114,9 @@ register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL, seve
          "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "
          "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\"); several: the call asks for "
          "two or more GPUs (Lightning devices=4, gpus=8, devices=-1, a ddp/fsdp/deepspeed strategy).")
+register("custom_kernel", "code", _obj(("via",), via=STR),
+         "The code compiles a CUDA extension of its own at run time (torch.utils.cpp_extension.load / load_inline): kernels "
+         "autocast does not reach, written for the dtypes their sources take.")
 register("other_accelerator", "code", _obj(("via", "device"), via=STR, device=STR),
          "The code runs on an accelerator that is not a CUDA GPU: device xla (torch_xla: TPU, AWS Trainium/Inferentia via "
          "torch-neuronx) or hpu (Intel Gaudi, habana_frameworks); GPU rules stay silent unless the code also uses CUDA itself.")

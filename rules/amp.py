@@ -413,7 +413,12 @@ def _guidance(wl: Workload) -> str:
                "scale the loss with torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(opt); scaler.update())")
     else:
         how = "wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"
-    return f"Train in {dtype}: {how}. Run `gpulint explain AMP001` for examples."
+    kernel = next(iter(sorted(wl.code_facts("custom_kernel"), key=lambda f: f.loc)), None)
+    caveat = (f" The workload compiles its own CUDA kernels ({kernel.loc.short()}), which autocast does not reach: keep their "
+              "inputs in the dtype their sources take (decorate the autograd Function with "
+              "torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)) or give them 16-bit variants."
+              if kernel is not None else "")
+    return f"Train in {dtype}: {how}.{caveat} Run `gpulint explain AMP001` for examples."
 
 
 class Fp16WithoutLossScaling(Rule):

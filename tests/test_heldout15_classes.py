@@ -413,3 +413,13 @@ def test_inf001_says_runs_for_a_batch_job_that_only_generates():
     files = {"src/merge.py": MERGE.format(tail='print(model.generate(**batch))'), "run.py": EST}
     (inf,) = [f for f in scan_files(files).findings if f.code == "INF001"]
     assert "the model runs in fp32" in inf.message
+
+
+# -- AMP001's advice for a workload with its own CUDA kernels says how they keep their dtype -------------------
+def test_amp001_guidance_names_the_workloads_own_cuda_kernels():
+    train = FP32_TRAIN.replace("import torch\n", "import torch\nfrom torch.utils.cpp_extension import load\n"
+                                                 "wkv = load(name='wkv', sources=['cuda/wkv_op.cpp', 'cuda/wkv_cuda.cu'])\n")
+    (amp,) = [f for f in scan_files({"train.py": train, **P4D}).findings if f.code == "AMP001"]
+    assert "compiles its own CUDA kernels (train.py:3)" in amp.guidance and "cast_inputs=torch.float32" in amp.guidance
+    (plain,) = [f for f in scan_files({"train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
+    assert "CUDA kernels" not in plain.guidance

@@ -29,6 +29,8 @@ ML_WORDS = (
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
             "torch.amp.autocast_mode.autocast"}
+#: calls that compile a CUDA extension from source at run time (JIT) for the script's own kernels
+CUSTOM_KERNEL_BUILDS = ("torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline")
 #: TransformerEngine's FP8 contexts (``te.autocast`` is the newer name of ``te.fp8_autocast``)
 TE_AUTOCAST = ("transformer_engine.pytorch.fp8_autocast", "transformer_engine.pytorch.autocast")
 GRAD_SCALER = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
@@ -709,6 +711,11 @@ def _training(f: _Facts) -> None:
     other = _other_accelerator(f)
     if other is not None:
         f.add("other_accelerator", {"via": other[1], "device": other[2]}, other[0].node, other[1])
+    # a CUDA extension compiled from the repository's own sources (RWKV's wkv kernels, a fused op): autocast does not
+    # reach inside it, so the advice to train in 16 bit has to say how its inputs stay in the dtype it was written for
+    for c in ix.calls_to(*CUSTOM_KERNEL_BUILDS):
+        f.add("custom_kernel", {"via": c.qualname}, c.node, c.qualname)
+        break
     # Intel's extension tuning the model for Xeon beside CPU autocast: the script trains on the CPU (IPEX on an Intel
     # GPU moves the model to "xpu", which is GPU evidence of its own)
     ipex = next(iter(ix.calls_to("intel_extension_for_pytorch.optimize")), None)
