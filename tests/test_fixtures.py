@@ -35,6 +35,8 @@ EXPECTED = {
         ("AMP001", "train.py", 19),
     ],
     "notebook": [("AMP001", "finetune_vit.ipynb", 82)],
+    # its own CUDA kernel's backward is not the training step (the loop's loss.backward() at 82 is); TF32 is on
+    "amp-custom-kernel": [("AMP001", "train.py", 82)],
     "hf-trainer-subclass-fp32": [("AMP001", "vlm/train.py", 39)],
 }
 
@@ -141,6 +143,9 @@ def test_every_finding_carries_guidance_cost_and_fingerprint():
             if f["code"] == "AMP001" and name == "notebook":
                 # the kernel's instance (metadata) and a named ViT: a figure, with the assumption it rests on
                 assert cost["usd_per_hour"] and "assumed" in cost["basis"] and "g4dn.xlarge" in cost["basis"]
+            elif f["code"] == "AMP001" and name == "amp-custom-kernel":
+                # priced instance, but TF32 is on: the plain-fp32 speed-up does not hold, so no figure, and it says why
+                assert cost["usd_per_hour"] is None and "TF32 is on" in cost["basis"]
             elif f["code"] == "AMP001":
                 # no instance anywhere in these repos: no price invented, the basis says why
                 assert cost["usd_per_hour"] is None

@@ -594,7 +594,9 @@ def _training(f: _Facts) -> None:
     for name, base in local_trainers.items():
         node = ix.classes[name][0]
         f.add("trainer_class", {"name": name, "base": base}, node, name)
-    backward = [c for c in ix.method_calls("backward")]
+    # a custom autograd Function's own ``backward`` calls its kernel's backward (``wkv.backward(w, k, v, gy, ...)``):
+    # gradient arithmetic, not the training step
+    backward = [c for c in ix.method_calls("backward") if c.scope != "backward"]
     steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
     # loss.backward() + trainer.step() is also MXNet Gluon's, Paddle's, Chainer's loop: frameworks whose mixed
     # precision, loaders and launchers gpulint does not read; their loops are not judged as PyTorch's
