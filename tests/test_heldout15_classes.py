@@ -423,3 +423,27 @@ def test_amp001_guidance_names_the_workloads_own_cuda_kernels():
     assert "compiles its own CUDA kernels (train.py:3)" in amp.guidance and "cast_inputs=torch.float32" in amp.guidance
     (plain,) = [f for f in scan_files({"train.py": FP32_TRAIN, **P4D}).findings if f.code == "AMP001"]
     assert "CUDA kernels" not in plain.guidance
+
+
+# -- a few-shot run on Omniglot is tutorial-sized: its gloo all-reduce is advice -----------------------------
+META = """\
+import learn2learn as l2l
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+device = torch.device("cuda")
+tasksets = l2l.vision.benchmarks.get_tasksets("{data}", train_ways=5, train_samples=10, root="data")
+model = l2l.vision.models.OmniglotFC(28 ** 2, 5).to(device)
+opt = torch.optim.Adam(model.parameters())
+for it in range(1000):
+    x, y = tasksets.train.sample()
+    torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("data, severity", [("omniglot", "info"), ("tiered-imagenet", "warning")])
+def test_net005_on_an_omniglot_meta_learning_run_is_info(data, severity):
+    files = {"train.py": META.format(data=data), "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n"}
+    assert [c[:2] for c in codes(files) if c[0] == "NET005"] == [("NET005", severity)]

@@ -768,7 +768,9 @@ TOY_DATASETS = {"mnist", "fashionmnist", "fashion_mnist", "kmnist", "emnist", "q
                 "stl10", "ylecun/mnist", "uoft-cs/cifar10", "uoft-cs/cifar100", "zalando-datasets/fashion_mnist", "iris",
                 # Lightning's demo corpus, the Planetoid citation graphs (a few thousand nodes), HF tutorial sets of a few
                 # hundred to a thousand rows (beans: 1k leaf images; RAFT: 50 training rows per task)
-                "wikitext2", "cora", "citeseer", "pubmed", "beans", "ought/raft"}
+                "wikitext2", "cora", "citeseer", "pubmed", "beans", "ought/raft",
+                # the few-shot benchmark of 28x28 handwritten characters (32k images; learn2learn's, torchvision's)
+                "omniglot"}
 #: Gymnasium's classic-control and toy-text environments (the ids without their version)
 TOY_ENVIRONMENTS = {"cartpole", "mountaincar", "mountaincarcontinuous", "acrobot", "pendulum", "frozenlake", "taxi",
                     "cliffwalking", "blackjack", "lunarlander", "lunarlandercontinuous"}
@@ -784,6 +786,9 @@ def _datasets(f: _Facts) -> None:
             name = q.split(".")[-1][: -len("DataModule")]
         elif q.startswith(("lightning.pytorch.demos.", "pytorch_lightning.demos.")) and q.endswith("WikiText2"):
             name = "WikiText2"
+        elif q in ("learn2learn.vision.benchmarks.get_tasksets",):
+            v = f.val(c, "name", 0)  # ``get_tasksets("omniglot", train_ways=5, ...)``
+            name = v if isinstance(v, str) else None
         elif q in ("torch_geometric.datasets.Planetoid",):
             v = f.val(c, "name", 1)
             name = v if isinstance(v, str) else None
