@@ -447,3 +447,31 @@ for it in range(1000):
 def test_net005_on_an_omniglot_meta_learning_run_is_info(data, severity):
     files = {"train.py": META.format(data=data), "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n"}
     assert [c[:2] for c in codes(files) if c[0] == "NET005"] == [("NET005", severity)]
+
+
+# -- a custom autograd Function's backward is not the training step; a trainer's backward helper is ---------
+HELPER = """\
+import torch
+
+
+class Runner:
+    def __init__(self, model):
+        self.model, self.opt = model.cuda(), torch.optim.AdamW(model.parameters())
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def backward(self, loss):
+        self.scaler.scale(loss).backward()
+
+    def fit(self, loader):
+        for x in loader:
+            self.backward(self.model(x.cuda()).sum())
+            self.scaler.step(self.opt)
+
+
+Runner(torch.nn.Linear(4096, 4096)).fit(loader)
+"""
+
+
+def test_a_trainers_backward_helper_is_still_its_training_step():
+    (wl,) = scan_files({"train.py": HELPER}).workloads
+    assert wl["resolved"]["role_reason"] == "loop at train.py:10"

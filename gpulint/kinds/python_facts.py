@@ -595,8 +595,8 @@ def _training(f: _Facts) -> None:
         node = ix.classes[name][0]
         f.add("trainer_class", {"name": name, "base": base}, node, name)
     # a custom autograd Function's own ``backward`` calls its kernel's backward (``wkv.backward(w, k, v, gy, ...)``):
-    # gradient arithmetic, not the training step
-    backward = [c for c in ix.method_calls("backward") if c.scope != "backward"]
+    # gradient arithmetic, not the training step (a trainer's ``def backward(self, loss)`` helper still is one)
+    backward = [c for c in ix.method_calls("backward") if not (c.scope == "backward" and _in_autograd_function(ix, c))]
     steps = [c for c in ix.method_calls("step") if "sched" not in c.receiver.lower()]
     # loss.backward() + trainer.step() is also MXNet Gluon's, Paddle's, Chainer's loop: frameworks whose mixed
     # precision, loaders and launchers gpulint does not read; their loops are not judged as PyTorch's
@@ -1794,6 +1794,14 @@ def _distributed(f: _Facts) -> None:
         f.add("sharding", {"via": "fsdp", "stage": stage, "hybrid": "HYBRID" in (dotted(strategy) or "") if strategy is not None else False},
               c.node, c.qualname)
         f.add("ddp", {"via": "FSDP"}, c.node, c.qualname)
+
+
+def _in_autograd_function(ix: PyIndex, c: Call) -> bool:
+    """Does `c` sit in a class derived from ``torch.autograd.Function`` (a custom op's forward/backward)?"""
+    line = c.node.lineno
+    return any(node.lineno <= line <= (node.end_lineno or node.lineno) and
+               any(b in ("torch.autograd.Function", "torch.autograd.function.Function") for b in bases)
+               for node, bases in ix.classes.values())
 
 
 def _fallback_of(c: Call, others: list[Call]) -> bool:
