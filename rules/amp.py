@@ -323,7 +323,7 @@ Trainer(model=model, args=args).train()
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),
-            cost=_amp_cost(wl),
+            cost=_amp_cost(wl, tf32),
             workload=wl.name,
             fix=fixes.enable_bf16(at, wl),
         )
@@ -352,16 +352,20 @@ def _left_at_default(defaults, wl: Workload) -> str:
     return "no mixed precision found"
 
 
+def _matmul_tf32(wl: Workload) -> list:
+    """The workload's TF32 switches for matmuls (``allow_tf32``, ``set_float32_matmul_precision``,
+    ``TrainingArguments(tf32=...)``), not cuDNN's."""
+    return [f for f in wl.of("tf32") if f.value.get("what", "matmul") == "matmul" or f.key == "tf32"]
+
+
 def _tf32_on(wl: Workload):
-    """The fact that turns TF32 on for matmuls (``allow_tf32 = True``, ``set_float32_matmul_precision("high")``,
-    ``TrainingArguments(tf32=True)``), or None."""
-    on = [f for f in wl.of("tf32") if f.value.get("enabled") is True and (f.value.get("what", "matmul") == "matmul" or f.key == "tf32")]
-    return min(on, key=lambda f: f.loc) if on else None
+    """The first fact that turns TF32 on for matmuls, or None."""
+    return min((f for f in _matmul_tf32(wl) if f.value.get("enabled") is True), key=lambda f: f.loc, default=None)
 
 
-def _amp_cost(wl: Workload):
+def _amp_cost(wl: Workload, tf32):
+    """AMP001's figure; `tf32` is the fact that turns TF32 on (_tf32_on), if any."""
     assumption = f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)"
-    tf32 = _tf32_on(wl)
     if tf32 is not None:
         # the 1.5x is measured against plain fp32; TF32 already runs fp32 matmuls on Tensor Cores, and what bf16 adds
         # over it (half the activation memory and bandwidth, twice TF32's peak matmul rate) depends on the model
@@ -413,7 +417,7 @@ def _guidance(wl: Workload) -> str:
                "scale the loss with torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(opt); scaler.update())")
     else:
         how = "wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"
-    kernel = next(iter(sorted(wl.code_facts("custom_kernel"), key=lambda f: f.loc)), None)
+    kernel = min(wl.code_facts("custom_kernel"), key=lambda f: f.loc, default=None)
     caveat = (f" The workload compiles its own CUDA kernels ({kernel.loc.short()}), which autocast does not reach: keep their "
               "inputs in the dtype their sources take (decorate the autograd Function with "
               "torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)) or give them 16-bit variants."
@@ -677,7 +681,7 @@ class Tf32NotEnabled(Rule):
             return  # TensorFlow runs fp32 matmuls on TF32 by default since 2.4
         if wl.resolution.precision.mixed is not False:
             return
-        tf32 = [f for f in wl.of("tf32") if f.value.get("what", "matmul") == "matmul" or f.key == "tf32"]
+        tf32 = _matmul_tf32(wl)
         if any(f.value.get("enabled") is not False for f in tf32):
             return  # enabled, or set to a value gpulint cannot decide
         yield self.finding(trains.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores (matmul TF32 is off by default since PyTorch 1.12)",

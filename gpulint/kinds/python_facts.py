@@ -466,11 +466,17 @@ def _iterates_a_loader(f: _Facts, scope: str) -> bool:
     return False
 
 
+def _classes_around(ix: PyIndex, c: Call) -> list[tuple[ast.ClassDef, tuple[str, ...]]]:
+    """The classes of the module (with their bases' qualified names) whose body holds the call, outermost first."""
+    line = c.node.lineno
+    return sorted(((node, bases) for node, bases in ix.classes.values() if node.lineno <= line <= (node.end_lineno or node.lineno)),
+                  key=lambda nb: nb[0].lineno)
+
+
 def _owner(ix: PyIndex, c: Call) -> dict:
     """The function and class a training call sits in (``train_one_epoch``, ``Trainer.run``): what a script
     of the repository must call to run this training (see the ``invokes`` facts)."""
-    line = c.node.lineno
-    inside = [node for node, _ in ix.classes.values() if node.lineno <= line <= (node.end_lineno or node.lineno)]
+    inside = [node for node, _ in _classes_around(ix, c)]
     cls = max(inside, key=lambda n: n.lineno).name if inside else ""
     # what of the module leads to that function or class (``main`` calling ``train`` building ``Trainer``): a script
     # that imports the module runs this training only by calling one of them, unless module-level code does
@@ -715,9 +721,9 @@ def _training(f: _Facts) -> None:
         f.add("other_accelerator", {"via": other[1], "device": other[2]}, other[0].node, other[1])
     # a CUDA extension compiled from the repository's own sources (RWKV's wkv kernels, a fused op): autocast does not
     # reach inside it, so the advice to train in 16 bit has to say how its inputs stay in the dtype it was written for
-    for c in ix.calls_to(*CUSTOM_KERNEL_BUILDS):
-        f.add("custom_kernel", {"via": c.qualname}, c.node, c.qualname)
-        break
+    kernel = next(iter(ix.calls_to(*CUSTOM_KERNEL_BUILDS)), None)
+    if kernel is not None:
+        f.add("custom_kernel", {"via": kernel.qualname}, kernel.node, kernel.qualname)
     # Intel's extension tuning the model for Xeon beside CPU autocast: the script trains on the CPU (IPEX on an Intel
     # GPU moves the model to "xpu", which is GPU evidence of its own)
     ipex = next(iter(ix.calls_to("intel_extension_for_pytorch.optimize")), None)
@@ -1767,7 +1773,7 @@ def _distributed(f: _Facts) -> None:
             backend, explicit = None, False  # torch picks NCCL for CUDA when none is given
         f.add("process_group", {"backend": backend, "explicit": explicit}, c.node, c.qualname, guards=list(c.guards),
               rpc=any(x.qualname in RPC_INIT for x in ix.calls))
-    distributed = [x for x in ix.calls_to(*DDP, *FSDP)]
+    distributed = list(ix.calls_to(*DDP, *FSDP))
     for c in ix.calls_to(*DATAPARALLEL):
         f.add("dataparallel", {}, c.node, c.qualname, guards=list(c.guards), function=c.scope,
               ddp_fallback=_fallback_of(c, distributed))
@@ -1798,10 +1804,7 @@ def _distributed(f: _Facts) -> None:
 
 def _in_autograd_function(ix: PyIndex, c: Call) -> bool:
     """Does `c` sit in a class derived from ``torch.autograd.Function`` (a custom op's forward/backward)?"""
-    line = c.node.lineno
-    return any(node.lineno <= line <= (node.end_lineno or node.lineno) and
-               any(b in ("torch.autograd.Function", "torch.autograd.function.Function") for b in bases)
-               for node, bases in ix.classes.values())
+    return any(b in ("torch.autograd.Function", "torch.autograd.function.Function") for _, bases in _classes_around(ix, c) for b in bases)
 
 
 def _fallback_of(c: Call, others: list[Call]) -> bool:
