@@ -220,12 +220,18 @@ for x in loader:
 FP32_LOOP = AMP_LOOP.replace('    with torch.autocast("cuda", dtype=torch.float16):\n        loss', "    loss")
 
 
+ROTARY_DECORATED = ROTARY_LIB.replace('    def forward(self, t):\n        with torch.autocast("cuda", enabled=False):\n            return',
+                                      '    @torch.autocast("cuda", enabled=False)\n    def forward(self, t):\n        return')
+
+
 def test_a_local_autocast_disabled_region_does_not_turn_amp_off():
     assert [c for c in codes({"rotary.py": ROTARY_LIB, "train.py": AMP_LOOP}) if c[0] == "AMP001"] == []
 
 
-def test_a_run_without_autocast_is_reported_at_its_loop_not_at_the_local_region():
-    amp = [c for c in codes({"rotary.py": ROTARY_LIB, "train.py": FP32_LOOP}) if c[0] == "AMP001"]
+@pytest.mark.parametrize("rotary", [ROTARY_LIB, ROTARY_DECORATED], ids=["with", "decorator"])
+def test_a_run_without_autocast_is_reported_at_its_loop_not_at_the_local_region(rotary):
+    assert "@torch.autocast" in ROTARY_DECORATED
+    amp = [c for c in codes({"rotary.py": rotary, "train.py": FP32_LOOP}) if c[0] == "AMP001"]
     assert [c[2] for c in amp] == ["train.py"]
 
 

@@ -1272,12 +1272,14 @@ def _has_enabled(c: Call) -> bool:
 
 
 def _local_fp32_region(c: Call) -> bool:
-    """``with torch.autocast("cuda", enabled=False):`` written with the literal False inside a function: an fp32
-    island carved out of whatever autocast runs around it (a rotary embedding's or a loss's forward), the
-    pattern PyTorch documents as locally disabling autocast. It says nothing of the workload's precision; a
-    variable or a flag (``enabled=use_amp``) is a switch of the run and stays a workload fact."""
+    """``with torch.autocast("cuda", enabled=False):`` inside a function, or ``@autocast("cuda", enabled=False)``
+    on one, written with the literal False: an fp32 island carved out of whatever autocast runs around it (a
+    rotary embedding's or a loss's forward), the pattern PyTorch documents as locally disabling autocast. It says
+    nothing of the workload's precision; a variable or a flag (``enabled=use_amp``) is a switch of the run and
+    stays a workload fact."""
     e = c.kwarg("enabled")
-    return c.in_with and bool(c.scope) and e is not None and e.__class__ is ast.Constant and e.value is False
+    local = c.decorator or (c.in_with and bool(c.scope))
+    return local and e is not None and e.__class__ is ast.Constant and e.value is False
 
 
 def _lightning_precision(p: Any) -> dict:
