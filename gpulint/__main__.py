@@ -14,6 +14,6 @@ if sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(o
     if os.path.realpath(sys.path[0] or os.curdir) != _here:
         del sys.path[0]
 
-from gpulint.cli import main  # noqa: E402
+from gpulint.cli.main import main  # noqa: E402
 
 sys.exit(main())

@@ -35,21 +35,21 @@ def gpulint_rules():
 
 @hookspec
 def gpulint_file_kinds():
-    """Return ``gpulint.kinds.base.FileKind`` objects: how to recognise a file,
+    """Return ``gpulint.read.kinds.FileKind`` objects: how to recognise a file,
     parse it (once, shared by every rule) and which comment starts an inline
     suppression in it."""
 
 
 @hookspec
 def gpulint_fact_extractors():
-    """Return ``gpulint.kinds.base.Extractor`` objects: pure functions from a
-    parsed source (and config) to a list of ``gpulint.model.Fact`` for the file
+    """Return ``gpulint.read.kinds.Extractor`` objects: pure functions from a
+    parsed source (and config) to a list of ``gpulint.core.model.Fact`` for the file
     kinds they name. They must not read other files."""
 
 
 @hookspec
 def gpulint_output_formats():
-    """Return ``gpulint.reports.base.Reporter`` objects: ``name`` (the value of
+    """Return ``gpulint.report.base.Reporter`` objects: ``name`` (the value of
     ``--format``) and ``render(result, options) -> str``."""
 
 

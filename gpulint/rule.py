@@ -39,12 +39,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
-from gpulint.model import NO_COST, CostImpact, Finding, Fix, Location, Related, Severity
+from gpulint.core.model import NO_COST, CostImpact, Finding, Fix, Location, Related, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpulint.context import FileContext, WorkloadContext
-    from gpulint.sources import Source
-    from gpulint.workloads import Workload
+    from gpulint.run.context import FileContext, WorkloadContext
+    from gpulint.core.sources import Source
+    from gpulint.link.workloads import Workload
 
 DOC_SECTIONS = ("What it does", "Why it costs money", "How to fix", "Cost model")
 OPTIONAL_SECTIONS = ("Example", "Sources")
@@ -85,7 +85,7 @@ class Rule:
     family: ClassVar[str] = ""
     since: ClassVar[str] = "0.1.0"
     default_enabled: ClassVar[bool] = True
-    #: workload roles check_workload is called for (gpulint.resolution: training, inference, batch)
+    #: workload roles check_workload is called for (gpulint.resolve.results: training, inference, batch)
     roles: ClassVar[tuple[str, ...]] = ("training",)
     #: file kinds check_file is called for; empty = none
     kinds: ClassVar[tuple[str, ...]] = ()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from gpulint.config import Config, from_dict, load_config
-from gpulint.engine import ScanRequest, Scanner
-from gpulint.model import Finding
-from gpulint.plugins import PluginHost
-from gpulint.result import ScanResult
+from gpulint.core.config import Config, from_dict, load_config
+from gpulint.run.engine import ScanRequest, Scanner
+from gpulint.core.model import Finding
+from gpulint.run.plugins import PluginHost
+from gpulint.core.result import ScanResult
 from gpulint.rule import Example, Rule
 
 _HOST: PluginHost | None = None
@@ -80,11 +80,11 @@ def resolve_by_hand(wl, compute: dict | None = None, model: dict | None = None):
     ``compute``: ``{"instance": "p4d.24xlarge", "nodes": 1, "gpus_per_node": 8, "capacity": "spot"}``
     (the instance is looked up in the bundled catalogue; ``None`` or a missing name leaves it
     unknown); ``model``: ``ModelInfo`` fields (``params``, ``name``, ``dims`` ...)."""
-    from gpulint.catalogue import Catalogue
-    from gpulint.model import Location
-    from gpulint.precision import precision_view
-    from gpulint.resolution import GPU, UNKNOWN, CheckpointInfo, ModelInfo, PrecisionInfo, ResolvedCompute, WorkloadResolution
-    from gpulint.scale import tutorial_size, unsized_spend
+    from gpulint.pricing.catalogue import Catalogue
+    from gpulint.core.model import Location
+    from gpulint.resolve.precision import precision_view
+    from gpulint.resolve.results import GPU, UNKNOWN, CheckpointInfo, ModelInfo, PrecisionInfo, ResolvedCompute, WorkloadResolution
+    from gpulint.resolve.scale import tutorial_size, unsized_spend
 
     rc = None
     if compute is not None:

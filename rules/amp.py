@@ -3,18 +3,11 @@ from __future__ import annotations
 
 import re
 
-from gpulint import fixes
-from gpulint.cost import avoidable, unpriced
-from gpulint.families import pre_tensor_core
-from gpulint.hookspecs import hookimpl
-from gpulint.precision import flag_value
-from gpulint.model import Related, Severity
-from gpulint.rule import Example, Expect, Rule
-from gpulint.workloads import Workload
-
-from gpulint.rulekit import (NOTEBOOK_MACHINE_UNKNOWN, benchmark_of, compute_of, compute_related, gpu_phrase,
-                             gpu_spend_unknown, toy_workload, training_fact, trains_on_gpu,
-                             unsized_spend)
+from gpulint.rulekit import (
+    Example, Expect, NOTEBOOK_MACHINE_UNKNOWN, Related, Rule, Severity, Workload, avoidable, benchmark_of,
+    compute_of, compute_related, fixes, flag_value, gpu_phrase, gpu_spend_unknown, hookimpl, pre_tensor_core,
+    toy_workload, training_fact, trains_on_gpu, unpriced, unsized_spend,
+)
 
 AMP_SPEEDUP = 1.5  # conservative end-to-end speed-up assumed for costs (training-facts §3.1)
 #: below this size (or when the size is unknown) no figure is attached: a small model's step is bound by

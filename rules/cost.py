@@ -7,13 +7,10 @@ code. Always-on capacity is priced per month: the catalogue's hourly price times
 """
 from __future__ import annotations
 
-from gpulint.cost import unpriced
-from gpulint.hookspecs import hookimpl
-from gpulint.memory import GiB
-from gpulint.model import CostImpact, Related, Severity
-from gpulint.resolution import CPU, INFERENCE, ResolvedCompute
-from gpulint.rule import Example, Expect, Rule
-from gpulint.rulekit import compute_of
+from gpulint.rulekit import (
+    CPU, CostImpact, Example, Expect, GiB, INFERENCE, Related, ResolvedCompute, Rule, Severity, compute_of,
+    hookimpl, unpriced,
+)
 
 #: GPU models bought for training: a serving workload on them usually fits something far cheaper
 TRAINING_CLASS = ("A100", "H100", "H200", "B200", "GB200")

@@ -1,12 +1,10 @@
 """INF: inference efficiency of serving and batch-inference workloads."""
 from __future__ import annotations
 
-from gpulint.cost import avoidable, unpriced
-from gpulint.hookspecs import hookimpl
-from gpulint.model import Severity
-from gpulint.rule import Example, Expect, Rule
-from gpulint.rulekit import compute_of, compute_related, gpu_evidence, toy_workload
-from gpulint.workloads import Workload
+from gpulint.rulekit import (
+    Example, Expect, Rule, Severity, Workload, avoidable, compute_of, compute_related, gpu_evidence, hookimpl,
+    toy_workload, unpriced,
+)
 
 #: half-precision serving typically doubles throughput over fp32 (memory-bound decoding moves half the bytes)
 INF_SPEEDUP = 2.0

@@ -1,20 +1,13 @@
 """IO: input pipeline."""
 from __future__ import annotations
 
-from gpulint import fixes
-from gpulint.cost import unpriced
-from gpulint.hookspecs import hookimpl
-from gpulint.model import Severity
-from gpulint.precision import resolve_cli
-from gpulint.rule import Example, Expect, Rule
-from gpulint.workloads import Workload
-
-from gpulint.rulekit import OFF_GPU_HOST, benchmark_of, gpu_spend_unknown, toy_workload, trains_on_gpu
-from gpulint.scale import LARGE_MODEL_PARAMS
-
+from gpulint.rulekit import (
+    Example, Expect, LARGE_MODEL_PARAMS, OFF_GPU_HOST, Rule, Severity, Workload, benchmark_of, fixes,
+    gpu_spend_unknown, hookimpl, resolve_cli, toy_workload, trains_on_gpu, unpriced,
+)
 
 #: above this size the GPU step dwarfs the host work of a text batch (tokenised rows, default collation)
-LARGE_MODEL = LARGE_MODEL_PARAMS  # the same 1B bar as a short run's in gpulint.scale
+LARGE_MODEL = LARGE_MODEL_PARAMS  # the same 1B bar as a short run's in gpulint.resolve.scale
 
 
 def _large_model(wl: Workload) -> bool:

@@ -1,31 +1,23 @@
 """MEM: does the workload fit its GPUs, and does it need GPUs this big (or this many)?
 
-The fit itself is decided by the host's memory-fit model (``gpulint.memfit``, over
-``gpulint.memory``): MEM001 needs its optimistic estimate to be too big,
+The fit itself is decided by the host's memory-fit model (``gpulint.resolve.memfit``, over
+``gpulint.resolve.memory``): MEM001 needs its optimistic estimate to be too big,
 MEM002/MEM003 its conservative estimate to be small enough. Anything that cannot
 be decided either way keeps the rules silent.
 """
 from __future__ import annotations
 
 import re
-
-from dataclasses import dataclass, field
 from typing import Any
 
-from gpulint.cost import avoidable, unpriced
-from gpulint.hookspecs import hookimpl
-from gpulint.memory import GiB, Estimate, TrainingSetup, estimate_inference, estimate_training
-from gpulint.model import CostImpact, Fact, Location, Related, Severity
-from gpulint.rule import Example, Expect, Rule
-from gpulint.workloads import Workload
-
-from gpulint.memfit import (
-    FIT_SHARE_COUNTED, FIT_SHARE_LOWER_BOUND, GB, OPT_WORDS, Profile, cheaper_fit, checkpointing_needed, conservative_estimate,
-    fit_inputs, fits, idle_gpus, mem002_confidence, model_parallel_hint, optimistic_per_gpu, optimistic_training,
-    processes_per_node, profile, shape_of, uses_multi_gpu,
+from gpulint.rulekit import (
+    CostImpact, Estimate, Example, Expect, FIT_SHARE_COUNTED, FIT_SHARE_LOWER_BOUND, GB, GiB, Location, OPT_WORDS,
+    Profile, Related, ResolvedCompute, Rule, Severity, TrainingSetup, Workload, avoidable, cheaper_fit,
+    checkpointing_needed, compute_of, compute_related, conservative_estimate, estimate_inference, fit_inputs, fits,
+    hookimpl, idle_gpus, mem002_confidence, model_parallel_hint, optimistic_per_gpu, optimistic_training,
+    processes_per_node, profile, shape_of, toy_workload, trains_on_gpu, unpriced, uses_multi_gpu,
 )
-from gpulint.resolution import ResolvedCompute
-from gpulint.rulekit import compute_of, compute_related, on_gpu, toy_workload, trains_on_gpu
+
 
 def _regime_words(p: Profile, s: TrainingSetup) -> str:
     if p.quant_bits and p.lora:

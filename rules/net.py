@@ -1,14 +1,10 @@
 """NET: multi-GPU and multi-node communication."""
 from __future__ import annotations
 
-from gpulint import fixes
-from gpulint.cost import unpriced
-from gpulint.hookspecs import hookimpl
-from gpulint.model import Severity
-from gpulint.rule import Example, Expect, Rule
-from gpulint.workloads import Workload
-
-from gpulint.rulekit import GPU_LAUNCHERS, OFF_GPU_HOST, multi_gpu, on_gpu, toy_workload
+from gpulint.rulekit import (
+    Example, Expect, GPU_LAUNCHERS, OFF_GPU_HOST, Rule, Severity, Workload, fixes, hookimpl, multi_gpu, on_gpu,
+    toy_workload, unpriced,
+)
 
 
 class GlooBackendOnGpu(Rule):

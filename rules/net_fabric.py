@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from gpulint import fixes
-from gpulint.cost import price_basis, unpriced
-from gpulint.hookspecs import hookimpl
-from gpulint.memfit import sharding_of
-from gpulint.model import CostImpact, Fact, Location, Severity
-from gpulint.rule import Example, Expect, Rule
-from gpulint.resolution import ResolvedCompute
-from gpulint.workloads import Workload
-
-from gpulint.rulekit import compute_of, compute_related, on_gpu
+from gpulint.rulekit import (
+    CostImpact, Example, Expect, Fact, Location, ResolvedCompute, Rule, Severity, Workload, compute_of,
+    compute_related, fixes, hookimpl, on_gpu, price_basis, sharding_of, unpriced,
+)
 
 RDMA_FABRICS = ("efa", "infiniband", "gpudirect-tcpx", "gpudirect-tcpxo", "gpudirect-rdma-roce")
 _FABRIC_NAME = {"efa": "EFA", "infiniband": "InfiniBand", "gpudirect-tcpx": "GPUDirect-TCPX",

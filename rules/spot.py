@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import posixpath
 
-from gpulint.cost import price_basis
-from gpulint.hookspecs import hookimpl
-from gpulint.model import CostImpact, Fact, Location, Severity
-from gpulint.rule import Example, Expect, Rule
-from gpulint.resolution import CPU, ResolvedCompute
-from gpulint.workloads import Workload
-
-from gpulint.rulekit import benchmark_of, compute_of, compute_related, training_fact, trains_on_gpu
+from gpulint.rulekit import (
+    CPU, CostImpact, Example, Expect, Location, ResolvedCompute, Rule, Severity, Workload, benchmark_of, compute_of,
+    compute_related, hookimpl, price_basis, training_fact, trains_on_gpu,
+)
 
 # Instance-local or in-memory locations an interruption (a new VM) wipes (training-facts §5.1/§5.2).
 EPHEMERAL_PREFIXES = ("/tmp", "/dev/shm", "/local_disk", "/mnt/nvme", "/opt/dlami/nvme", "/mnt/resource")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpulint.families import GPU, UNKNOWN, looks_like_gpu_instance, pre_tensor_core
-from gpulint.hookspecs import hookimpl
-from gpulint.model import Location, Severity
-from gpulint.rule import Example, Expect, Rule
+from gpulint.rulekit import (
+    Example, Expect, GPU, Rule, Severity, UNKNOWN, hookimpl, looks_like_gpu_instance, pre_tensor_core,
+)
 
 
 class ParseError(Rule):

@@ -58,9 +58,9 @@ def build_corpus(specs: list[str], cache: Path, into: Path) -> list[tuple[str, i
 
 def python_files(root: Path) -> list[Path]:
     """The Python files gpulint considers (its own discovery: excluded folders stay excluded)."""
-    from gpulint.config import load_config
-    from gpulint.discover import Classifier, discover
-    from gpulint.plugins import PluginHost
+    from gpulint.core.config import load_config
+    from gpulint.run.discover import Classifier, discover
+    from gpulint.run.plugins import PluginHost
 
     host = PluginHost()
     cfg = load_config(None, root)

@@ -15,9 +15,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from gpulint.config import load_config
-from gpulint.engine import ScanRequest, Scanner
-from gpulint.plugins import PluginHost
+from gpulint.core.config import load_config
+from gpulint.run.engine import ScanRequest, Scanner
+from gpulint.run.plugins import PluginHost
 
 
 def census(path: Path, host: PluginHost) -> dict:

@@ -116,7 +116,7 @@ def test_wrong_types_in_every_field_are_read_without_an_error(tmp_path):
 CHAOS_PLUGIN = '''
 import os, signal, time
 from gpulint.hookspecs import hookimpl
-from gpulint.kinds.base import Extractor
+from gpulint.read.kinds import Extractor
 
 def _chaos(source):
     if "CRASH_HERE" in source.text:
@@ -140,9 +140,9 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 import chaos_plugin
-from gpulint.config import load_config
-from gpulint.engine import ScanRequest, Scanner
-from gpulint.plugins import PluginHost
+from gpulint.core.config import load_config
+from gpulint.run.engine import ScanRequest, Scanner
+from gpulint.run.plugins import PluginHost
 root = Path(sys.argv[1])
 host = PluginHost(extra_modules=[chaos_plugin])
 result, _ = Scanner(host, load_config(None, root)).scan(ScanRequest(paths=[root], jobs=int(sys.argv[3])))
@@ -327,9 +327,9 @@ def test_no_repository_code_runs(tmp_path):
 def test_identical_documents_are_never_compared_by_value(monkeypatch):
     """6,000 identical ConfigMaps took 73 s: documents were told apart with == (whole-document
     equality, quadratic over a file). They are told apart by identity (issue 10 item 9)."""
-    from gpulint.kinds import _yaml_infra
-    from gpulint.kinds.parsers import parse_yaml
-    from gpulint.yamlnodes import Doc
+    from gpulint.read.builtin import _yaml_infra
+    from gpulint.read.parsers import parse_yaml
+    from gpulint.read.yamlnodes import Doc
 
     compared = []
     monkeypatch.setattr(Doc, "__eq__", lambda self, other: compared.append(1) or self is other)

@@ -9,9 +9,9 @@ import sys
 import libcst
 import pytest
 
-from gpulint.cli import main
-from gpulint.kinds.parsers import parse_notebook, parse_python
-from gpulint.kinds.python_facts import python_facts
+from gpulint.cli.main import main
+from gpulint.read.parsers import parse_notebook, parse_python
+from gpulint.read.python.facts import python_facts
 from gpulint.testing import scan_tree, write_tree
 
 LOOP = "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n"

@@ -7,8 +7,8 @@ from dataclasses import FrozenInstanceError
 import jsonschema
 import pytest
 
-from gpulint import catalogue as cat
-from gpulint.catalogue import Catalogue, CatalogueError, Price
+from gpulint.pricing import catalogue as cat
+from gpulint.pricing.catalogue import Catalogue, CatalogueError, Price
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def c() -> Catalogue:
 
 def test_json_copy_agrees_with_yaml_source():
     """The JSON copy is what scans load; it must equal the YAML it is generated from.
-    On failure run: python -m gpulint.catalogue"""
+    On failure run: python -m gpulint.pricing.catalogue"""
     text = cat._data_text("instances.json")
     assert text is not None
     assert json.loads(text) == cat.load_bundled_yaml()

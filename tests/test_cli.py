@@ -12,8 +12,6 @@ import pytest
 from conftest import FIXTURES, ROOT, read_all, run_cli
 
 from gpulint import __version__
-
-
 def copy_fixture(name, tmp_path, git=False):
     repo = tmp_path / name
     shutil.copytree(FIXTURES / name, repo)

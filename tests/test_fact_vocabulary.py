@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from conftest import FIXTURES, ROOT
-from gpulint import facts
-from gpulint.config import Config
-from gpulint.engine import ScanRequest, Scanner
+from gpulint.core import facts
+from gpulint.core.config import Config
+from gpulint.run.engine import ScanRequest, Scanner
 from gpulint.testing import default_host, write_tree
 
 
@@ -44,7 +44,7 @@ def all_facts(tmp_path_factory):
 
 def test_every_emitted_kind_is_registered(all_facts):
     unknown = collections.Counter(f.kind for _, f in all_facts if f.kind not in facts.KINDS)
-    assert not unknown, f"kinds emitted but not in gpulint.facts.KINDS: {dict(unknown)}"
+    assert not unknown, f"kinds emitted but not in gpulint.core.facts.KINDS: {dict(unknown)}"
 
 
 def test_every_emitted_value_has_its_registered_shape(all_facts):

@@ -14,8 +14,8 @@ import yaml
 
 from conftest import run_cli
 
-from gpulint.cli import main
-from gpulint.fixes import (
+from gpulint.cli.main import main
+from gpulint.run.fixes import (
     FixError,
     InsertAfterImports,
     Materializer,
@@ -26,7 +26,7 @@ from gpulint.fixes import (
     apply_edits,
     plan_fixes,
 )
-from gpulint.model import Finding, Fix, Location, Severity
+from gpulint.core.model import Finding, Fix, Location, Severity
 from gpulint.testing import scan_tree, write_tree
 
 TF_P4D = 'resource "aws_instance" "trainer" {\n  ami           = "ami-0abc"\n  instance_type = "p4d.24xlarge"\n}\n'
@@ -239,8 +239,8 @@ def test_gloo_is_switched_only_in_cuda_only_code():
     that says it runs on the CPU, was chosen on purpose: no fix is offered for it."""
     from types import SimpleNamespace
 
-    from gpulint import fixes
-    from gpulint.model import Fact
+    from gpulint.run import fixes
+    from gpulint.core.model import Fact
 
     gloo = Fact("process_group", {"backend": "gloo", "explicit": True}, Location("t.py", 6, 5, 6, 45))
     nccl = Fact("process_group", {"backend": "nccl", "explicit": True}, Location("t.py", 4, 5, 4, 45))

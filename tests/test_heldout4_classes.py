@@ -475,7 +475,7 @@ def test_a_notebook_cell_that_does_not_parse_is_skipped_and_the_rest_is_read():
 
 @pytest.mark.parametrize("name, params", [("Qwen/Qwen-1_8B-Chat", None), ("llama_2_7b", None), ("runs/model_7b", 7_000_000_000)])
 def test_digits_joined_by_an_underscore_before_the_unit_are_no_size(name, params):
-    from gpulint import modelsize
+    from gpulint.resolve import modelsize
     size = modelsize.from_name(name)
     assert (size.params if size else None) == params
 
@@ -885,7 +885,7 @@ def test_a_16_bit_copy_written_to_a_checkpoint_is_no_model_cast(save):
 def test_json_key_positions_are_read_only_when_asked():
     """Most JSON files (data, eval results) are never asked for a position; a config's finding still points
     at its key."""
-    from gpulint.kinds.parsers import parse_json
+    from gpulint.read.parsers import parse_json
     doc = parse_json('{\n  "train_batch_size": 8,\n  "fp16": {\n    "enabled": false\n  }\n}\n', "ds.json").tree[0]
     assert doc.marks == {} and doc.marks_of is not None
     assert doc.at(("fp16", "enabled"))[0] == 4 and doc.marks_of is None

@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from gpulint.pyindex import Evaluator, OneOf, build_index
+from gpulint.read.python.index import Evaluator, OneOf, build_index
 from gpulint.testing import scan_files
 
 P4D = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
@@ -311,7 +311,7 @@ def test_skypilot_spot_only_serving_is_told_the_skyserve_fallback():
 @pytest.mark.parametrize("name, total", [("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9), ("acme/Foo-17B-16E-chat", None),
                                          ("Qwen/Qwen3-30B-A3B", 30e9)])
 def test_a_size_beside_an_expert_count_is_the_active_size(name, total):
-    from gpulint.modelsize import from_name
+    from gpulint.resolve.modelsize import from_name
     size = from_name(name)
     assert (size.params if size else None) == total
 

@@ -11,12 +11,12 @@ import time
 import pytest
 
 from conftest import FIXTURES
-from gpulint import isolation
-from gpulint.config import load_config
-from gpulint.engine import FileResult, ScanRequest, Scanner, analyze_file
-from gpulint.isolation import Budget, WorkersUnavailable, crash_reason, run_supervised
-from gpulint.model import Fact, Finding
-from gpulint.sources import Source
+from gpulint.run import isolation
+from gpulint.core.config import load_config
+from gpulint.run.engine import FileResult, ScanRequest, Scanner, analyze_file
+from gpulint.run.isolation import Budget, WorkersUnavailable, crash_reason, run_supervised
+from gpulint.core.model import Fact, Finding
+from gpulint.core.sources import Source
 
 
 def _square(job):

@@ -1,5 +1,5 @@
-"""Linking facts into workloads (gpulint.workloads.link) and resolving them
-(gpulint.resolve) on small repositories: explicit launchers first, then the
+"""Linking facts into workloads (gpulint.link.workloads.link) and resolving them
+(gpulint.resolve.resolver) on small repositories: explicit launchers first, then the
 ``[[tool.gpulint.workloads]]`` table, then unambiguous repo-level pairing;
 module launches, container paths, CPU instances, Terraform variables.
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.catalogue import Catalogue
-from gpulint.model import Fact, Location
-from gpulint.tfvalues import TerraformValues
+from gpulint.pricing.catalogue import Catalogue
+from gpulint.core.model import Fact, Location
+from gpulint.resolve.tfvalues import TerraformValues
 from gpulint.testing import scan_tree, write_tree
-from gpulint.workloads import Compute, Repo, link, looks_like_gpu_instance
+from gpulint.link.workloads import Compute, Repo, link, looks_like_gpu_instance
 
 TRAIN = """\
 import torch

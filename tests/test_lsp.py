@@ -16,7 +16,7 @@ from pygls.workspace.position_codec import PositionCodec  # noqa: E402
 
 from gpulint.lsp import actions, convert  # noqa: E402
 from gpulint.lsp.worker import LatestWins  # noqa: E402
-from gpulint.model import CostImpact, Finding, Location, Related, Severity  # noqa: E402
+from gpulint.core.model import CostImpact, Finding, Location, Related, Severity  # noqa: E402
 from gpulint.testing import scan_files  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -485,7 +485,7 @@ def test_bad_config_is_a_message_and_keeps_last_good_diagnostics(tmp_path):
 
 BOOM_PLUGIN = '''
 from gpulint.hookspecs import hookimpl
-from gpulint.model import Severity
+from gpulint.core.model import Severity
 from gpulint.rule import Rule
 
 
@@ -513,7 +513,7 @@ def test_rule_that_raises_is_sys002(tmp_path):
     _write(plugdir, {"boomplugin.py": BOOM_PLUGIN})
     repo = tmp_path / "repo"
     _write(repo, {"train.py": TRAIN_FP32})
-    argv = [sys.executable, "-c", "import sys; from gpulint.cli import main; from gpulint.plugins import PluginHost; "
+    argv = [sys.executable, "-c", "import sys; from gpulint.cli.main import main; from gpulint.run.plugins import PluginHost; "
             "sys.exit(main(['lsp'], host=PluginHost(extra_modules=['boomplugin'])))"]
     import os
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulint.memory import (GiB, Estimate, TrainingSetup, activation_bytes_per_layer, estimate_inference,
+from gpulint.resolve.memory import (GiB, Estimate, TrainingSetup, activation_bytes_per_layer, estimate_inference,
                             estimate_training, kv_cache_bytes)
 
 PSI = 7_500_000_000  # ZeRO paper example

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulint.modelsize import ModelSize, from_dims, from_hf_config, from_name, known_models, _swiglu
+from gpulint.resolve.modelsize import ModelSize, from_dims, from_hf_config, from_name, known_models, _swiglu
 
 LLAMA2_7B_CFG = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,

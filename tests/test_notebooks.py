@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conftest import FIXTURES, run_cli
-from gpulint.kinds.parsers import parse_notebook
-from gpulint.sources import ParseError
+from gpulint.read.parsers import parse_notebook
+from gpulint.core.sources import ParseError
 
 SETUP = "import torch\nmodel = Net(width=1024).cuda()\nopt = torch.optim.AdamW(model.parameters())"
 LOOP = "for x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()"

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from gpulint.ipython import python_lines
-from gpulint.kinds.parsers import parse_json, parse_notebook, parse_yaml
+from gpulint.read.python.ipython import python_lines
+from gpulint.read.parsers import parse_json, parse_notebook, parse_yaml
 from gpulint.testing import scan_files
-from gpulint.yamlnodes import Tagged, load_documents
+from gpulint.read.yamlnodes import Tagged, load_documents
 
 FP32_TRAIN = ("import torch\nmodel = torch.nn.Linear(8, 8).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
               "for x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()\n")
@@ -197,7 +197,7 @@ def test_json_lines_and_empty_json():
 
 # -- Python source encodings ------------------------------------------------------------------------------------------
 def test_pep_263_source_encodings_are_honoured(tmp_path):
-    from gpulint.decoding import decode
+    from gpulint.core.decoding import decode
 
     src = "# -*- coding: latin-1 -*-\nimport torch\nlabel = 'd\xe9j\xe0 vu'\n" + FP32_TRAIN.split("\n", 1)[1]
     text, why = decode(src.encode("latin-1"), "python")

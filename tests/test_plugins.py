@@ -25,8 +25,8 @@ import pytest
 from conftest import FIXTURES, ROOT, run_cli
 
 from gpulint.hookspecs import hookimpl
-from gpulint.model import Severity
-from gpulint.plugins import PluginHost
+from gpulint.core.model import Severity
+from gpulint.run.plugins import PluginHost
 from gpulint.rule import Rule
 from gpulint.testing import check_example, scan_files
 

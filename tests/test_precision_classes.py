@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from gpulint.pyindex import Evaluator, build_index
+from gpulint.read.python.index import Evaluator, build_index
 from gpulint.testing import scan_files
 
 P4D = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
@@ -141,7 +141,7 @@ def test_a_run_time_choice_among_cpu_instances_is_cpu_compute():
 
 @pytest.mark.parametrize("folder", ["third_party", "dependencies", "deps", "submodules", "vendor"])
 def test_copies_of_other_projects_are_context_not_workloads(folder):
-    from gpulint.scope import Scope
+    from gpulint.link.scope import Scope
 
     assert Scope().outside(f"inference/{folder}/AutoGPTQ/examples/peft_lora.py")
     assert Scope(include_vendored=True).outside(f"inference/{folder}/AutoGPTQ/examples/peft_lora.py") is None

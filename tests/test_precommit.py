@@ -63,7 +63,7 @@ def test_hooks_file_declares_gpulint():
     assert hook["types"] == ["text"] and "types_or" not in hook  # chosen by name: see the filter test below
 
 
-# Every name gpulint's file kinds claim (one sample per glob of gpulint.kinds), and names it does not.
+# Every name gpulint's file kinds claim (one sample per glob of gpulint.read.builtin), and names it does not.
 def _claimed_samples() -> list[str]:
     from gpulint.testing import default_host
 
@@ -103,7 +103,7 @@ def test_hook_filter_passes_every_file_gpulint_reads_and_only_those(tmp_path, en
         p.write_text("#!/bin/bash\n#SBATCH --nodes=2\necho hi\n" if "sbatch" in name or "slurm" in name else "x = 1\n")
         p.chmod(0o644)  # job scripts submitted with sbatch are rarely executable
     (repo / "launch").write_text("#!/bin/bash\ntorchrun train.py\n")  # a shebang script without extension
-    from gpulint.discover import JOB_SCRIPT_EXTENSIONS
+    from gpulint.run.discover import JOB_SCRIPT_EXTENSIONS
     jobs_by_ext = [f"jobs/run.{ext}" for ext in sorted(JOB_SCRIPT_EXTENSIONS)]  # scheduler job scripts by shebang
     for name in jobs_by_ext:
         (repo / "jobs").mkdir(exist_ok=True)

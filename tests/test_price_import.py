@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from gpulint import overlay as ov
-from gpulint.catalogue import Catalogue
-from gpulint.price_import import PriceImportError, import_price_file
+from gpulint.pricing import overlay as ov
+from gpulint.pricing.catalogue import Catalogue
+from gpulint.pricing.price_import import PriceImportError, import_price_file
 
 
 @pytest.fixture(scope="module")

@@ -18,16 +18,16 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from adversarial import cases as adv  # noqa: E402
-from gpulint.config import Config  # noqa: E402
-from gpulint.decoding import decode  # noqa: E402
-from gpulint.discover import display_name  # noqa: E402
-from gpulint.engine import analyze_file  # noqa: E402
-from gpulint.ipython import python_lines  # noqa: E402
-from gpulint.kinds.parsers import _strip_jsonc  # noqa: E402
-from gpulint.model import Fact, Location  # noqa: E402
-from gpulint.templates import PLACEHOLDER, with_placeholders  # noqa: E402
-from gpulint.workloads import Repo, link  # noqa: E402
-from gpulint.yamlnodes import load_documents  # noqa: E402
+from gpulint.core.config import Config  # noqa: E402
+from gpulint.core.decoding import decode  # noqa: E402
+from gpulint.run.discover import display_name  # noqa: E402
+from gpulint.run.engine import analyze_file  # noqa: E402
+from gpulint.read.python.ipython import python_lines  # noqa: E402
+from gpulint.read.parsers import _strip_jsonc  # noqa: E402
+from gpulint.core.model import Fact, Location  # noqa: E402
+from gpulint.read.templates import PLACEHOLDER, with_placeholders  # noqa: E402
+from gpulint.link.workloads import Repo, link  # noqa: E402
+from gpulint.read.yamlnodes import load_documents  # noqa: E402
 
 CONFIG = Config()
 
@@ -106,7 +106,7 @@ def test_every_reader_returns_facts_or_sys001(host, kind):
 
 def _rules(host, _cache={}):
     if "rules" not in _cache:
-        from gpulint.engine import Scanner
+        from gpulint.run.engine import Scanner
 
         _cache["rules"] = Scanner(host, CONFIG).rules()
     return _cache["rules"]

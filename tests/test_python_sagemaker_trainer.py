@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from gpulint.kinds.parsers import parse_python
-from gpulint.kinds.python_facts import python_facts
+from gpulint.read.parsers import parse_python
+from gpulint.read.python.facts import python_facts
 
 
 def facts(code, path="launch.py"):

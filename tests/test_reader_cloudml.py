@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from gpulint.readers.cloudml import looks_like_azureml, looks_like_vertex, read_azureml, read_vertex
-from gpulint.yamlnodes import Doc, load_documents
+from gpulint.read.cloudml import looks_like_azureml, looks_like_vertex, read_azureml, read_vertex
+from gpulint.read.yamlnodes import Doc, load_documents
 
 # After the Azure ML CLI v2 DeepSpeed example (commandJob schema, pytorch distribution).
 AML_JOB = """\
@@ -160,7 +160,7 @@ def vertex(text):
 
 
 def test_azureml_command_job():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = aml(AML_JOB)
     target = "command/deepspeed-training"
     t = only(facts, "compute.target", target)
@@ -181,7 +181,7 @@ def test_azureml_command_job():
 
 
 def test_azureml_serverless_spot_and_multiline_command():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = aml(AML_ACCELERATE)
     target = "command/pix2seq"
     inst = only(facts, "compute.instance_type", target)
@@ -205,7 +205,7 @@ def test_azureml_compute_cluster_low_priority():
 
 
 def test_azureml_pipeline_steps():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = aml(AML_PIPELINE)
     assert {f.target for f in facts if f.kind == "compute.target"} == {"pipeline/prep", "pipeline/train"}
     launch = only(facts, "launch", "pipeline/train")
@@ -217,7 +217,7 @@ def test_azureml_pipeline_steps():
 
 
 def test_vertex_custom_job_pools_spot_and_launch():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = vertex(VERTEX_JOB)
     for pool, replicas in (("llama-ft/pool0", 1), ("llama-ft/pool1", 2)):
         t = only(facts, "compute.target", pool)
@@ -239,7 +239,7 @@ def test_vertex_custom_job_pools_spot_and_launch():
 
 
 def test_vertex_single_pool_mapping_with_args_as_program():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = vertex(VERTEX_SINGLE)
     target = "CustomJob/pool0"
     acc = only(facts, "compute.accelerator", target)
@@ -251,7 +251,7 @@ def test_vertex_single_pool_mapping_with_args_as_program():
 
 
 def test_vertex_python_package_snake_case():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = vertex(VERTEX_PACKAGE)
     target = "CustomJob/pool0"
     assert only(facts, "compute.accelerator", target).value == {"type": "NVIDIA_TESLA_T4", "count": 2}
@@ -303,7 +303,7 @@ def _mutations(data):
     (VERTEX_PACKAGE, read_vertex),
 ])
 def test_wrong_types_anywhere_never_raise(text, reader):
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     for doc in load_documents(text):
         for data in _mutations(doc.data):
             reader([Doc(data, doc.marks, doc.start_line)], "job.yaml")

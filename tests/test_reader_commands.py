@@ -3,7 +3,8 @@ import shlex
 
 import pytest
 
-from gpulint.readers.commands import parse_command, split_command_line
+from gpulint.read.shell.commands import split_command_line
+from gpulint.read.shell.scanner import parse_command
 
 
 def launch(line):

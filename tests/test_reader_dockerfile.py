@@ -3,8 +3,8 @@ import textwrap
 
 import pytest
 
-from gpulint.readers.dockerfile import read_dockerfile
-from gpulint.readers.errors import ReadError
+from gpulint.read.dockerfile import read_dockerfile
+from gpulint.read.errors import ReadError
 
 
 def read(text):

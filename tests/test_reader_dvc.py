@@ -5,10 +5,10 @@ import textwrap
 
 import pytest
 
-from gpulint.readers.dvc import looks_like_dvc, read_dvc
-from gpulint.readers.shell import read_shell
-from gpulint.readers.skypilot import read_skypilot
-from gpulint.yamlnodes import load_documents
+from gpulint.read.dvc import looks_like_dvc, read_dvc
+from gpulint.read.shell.scanner import read_shell
+from gpulint.read.skypilot import read_skypilot
+from gpulint.read.yamlnodes import load_documents
 
 DVC = textwrap.dedent("""\
     vars:

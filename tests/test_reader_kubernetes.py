@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.readers.kubernetes import launches_from_script, looks_like_kubernetes, read_kubernetes
-from gpulint.yamlnodes import Doc, load_documents
+from gpulint.read.kubernetes import launches_from_script, looks_like_kubernetes, read_kubernetes
+from gpulint.read.yamlnodes import Doc, load_documents
 
 DATA = Path(__file__).parent / "data" / "k8s"
 
@@ -82,7 +82,7 @@ def test_pytorchjob_env_and_launch():
 
 
 def test_pytorchjob_launch_from_command():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     name = "fsdp-pytorchjob.yaml"
     launch = only(read(name), "launch", WORKER)
     assert launch.value["tool"] == "torchrun"
@@ -116,7 +116,7 @@ def test_master_and_worker_report_the_job_node_total():
 
 
 def test_mpijob_launcher_launch_runs_on_workers():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     name = "mpijob.yaml"
     facts = read(name)
     worker = "MPIJob/tensorflow-benchmarks/Worker"
@@ -134,7 +134,7 @@ def test_mpijob_launcher_launch_runs_on_workers():
 
 
 def test_gke_job_spot_accelerator_and_script_lines():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     name = "gke-a3-tcpx.yaml"
     facts = read(name)
     target = "Job/a3-train"
@@ -167,7 +167,7 @@ def test_gke_job_spot_accelerator_and_script_lines():
 
 
 def test_jobset_affinity_alternatives_and_node_count():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     name = "jobset-vllm.yaml"
     facts = read(name)
     target = "JobSet/pretrain/workers"
@@ -319,7 +319,7 @@ spec:
 
 
 def test_rayjob_entrypoint_and_worker_groups():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     text = """\
 apiVersion: ray.io/v1
 kind: RayJob
@@ -388,7 +388,7 @@ def _mutations(data):
 @pytest.mark.parametrize("name", ["fsdp-pytorchjob.yaml", "gke-a3-tcpx.yaml", "karpenter.yaml", "jobset-vllm.yaml",
                                   "mpijob.yaml"])
 def test_wrong_types_anywhere_never_raise(name):
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     for doc in load_documents((DATA / name).read_text()):
         for data in _mutations(doc.data):
             read_kubernetes([Doc(data, doc.marks, doc.start_line)], name)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from gpulint.readers.kubernetes import read_kubernetes
-from gpulint.yamlnodes import load_documents
+from gpulint.read.kubernetes import read_kubernetes
+from gpulint.read.yamlnodes import load_documents
 
 
 def read(text, path="job.yaml"):

@@ -3,9 +3,9 @@ import textwrap
 
 import pytest
 
-from gpulint.readers.errors import ReadError
-from gpulint.readers.makefile import read_makefile
-from gpulint.readers.shell import read_shell
+from gpulint.read.errors import ReadError
+from gpulint.read.makefile import read_makefile
+from gpulint.read.shell.scanner import read_shell
 
 
 def facts(text, kind=None, reader=read_shell, path="run.sh"):

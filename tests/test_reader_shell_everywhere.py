@@ -7,12 +7,13 @@ import textwrap
 
 import pytest
 
-from gpulint.readers.cloudml import read_azureml
-from gpulint.readers.commands import parse_command, split_command_line
-from gpulint.readers.kubernetes import read_kubernetes
-from gpulint.readers.shell import read_shell
-from gpulint.readers.skypilot import read_skypilot
-from gpulint.yamlnodes import load_documents
+from gpulint.read.cloudml import read_azureml
+from gpulint.read.shell.commands import split_command_line
+from gpulint.read.shell.scanner import parse_command
+from gpulint.read.kubernetes import read_kubernetes
+from gpulint.read.shell.scanner import read_shell
+from gpulint.read.skypilot import read_skypilot
+from gpulint.read.yamlnodes import load_documents
 
 KEYS = ("tool", "script", "module", "nnodes", "nproc_per_node", "args")
 

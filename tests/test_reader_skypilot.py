@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.readers.skypilot import looks_like_skypilot, read_skypilot
-from gpulint.yamlnodes import Doc, load_documents
+from gpulint.read.skypilot import looks_like_skypilot, read_skypilot
+from gpulint.read.yamlnodes import Doc, load_documents
 
 DATA = Path(__file__).parent / "data" / "skypilot"
 
@@ -54,7 +54,7 @@ def test_envs_and_required_env_without_value():
 
 
 def test_run_script_launch_resolves_skypilot_variables():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     name = "train.yaml"
     facts = read(name)
     launch = only(facts, "launch")
@@ -82,7 +82,7 @@ def test_file_mounts_buckets_not_local_files():
 
 
 def test_accelerator_set_list_and_mapping():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     name = "alternatives.yaml"
     facts = read(name)
     sft = [f for f in facts if f.kind == "compute.accelerator" and f.target == "sft"]
@@ -118,7 +118,7 @@ def test_instance_type_task_without_spot_key():
 
 
 def test_cpu_task_has_launch_but_no_compute_target():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     facts = read("cpu-task.yaml")
     assert not [f for f in facts if f.kind.startswith("compute.")]
     launch = only(facts, "launch", "preprocess")
@@ -159,7 +159,7 @@ def _mutations(data):
 
 
 def test_wrong_types_anywhere_never_raise():
-    pytest.importorskip("gpulint.readers.commands")
+    pytest.importorskip("gpulint.read.shell.commands")
     for name in ("train.yaml", "alternatives.yaml"):
         for doc in load_documents((DATA / name).read_text()):
             for data in _mutations(doc.data):

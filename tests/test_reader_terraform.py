@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.model import Fact
-from gpulint.readers.errors import ReadError
-from gpulint.readers.terraform import read
+from gpulint.core.model import Fact
+from gpulint.read.errors import ReadError
+from gpulint.read.terraform.reader import read
 
 DATA = Path(__file__).parent / "data" / "terraform"
 

@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from gpulint.engine import analyze_file
-from gpulint.readers import terraform
-from gpulint.readers.errors import PartialRead
-from gpulint.readers.terraform import read
+from gpulint.run.engine import analyze_file
+from gpulint.read.terraform import reader as terraform
+from gpulint.read.errors import PartialRead
+from gpulint.read.terraform.reader import read
 
 
 def tf(text):
@@ -248,7 +248,7 @@ def test_failed_block_is_reported_and_the_others_kept(broken_aws_handler):
 
 
 def test_engine_reports_a_failed_block_as_sys002(broken_aws_handler, host):
-    from gpulint.config import Config
+    from gpulint.core.config import Config
 
     res = analyze_file("infra/main.tf", TWO_BLOCKS, "terraform", host.registry, Config(), [])
     [finding] = [f for f in res.findings if f.code == "SYS002"]

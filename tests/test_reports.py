@@ -12,13 +12,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpulint.model import CostImpact, Finding, Location, Related, Severity
-from gpulint.plugins import PluginHost
-from gpulint.reports import ReportError, ReportOptions, builtin_reporters, render
-from gpulint.reports import github as gh
-from gpulint.reports.explain import explain, explain_markdown, explain_text, language
-from gpulint.reports.text import PRICE_NOTE
-from gpulint.result import ScanResult
+from gpulint.core.model import CostImpact, Finding, Location, Related, Severity
+from gpulint.run.plugins import PluginHost
+from gpulint.report import ReportError, ReportOptions, builtin_reporters, render
+from gpulint.report import github as gh
+from gpulint.report.explain import explain, explain_markdown, explain_text, language
+from gpulint.report.text import PRICE_NOTE
+from gpulint.core.result import ScanResult
 from gpulint.rule import Example, Expect, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +189,7 @@ def _render(result, fmt, **opts) -> str:
 
 
 def test_formats_register_through_the_hook():
-    import gpulint.reports as reports
+    import gpulint.report as reports
 
     host = PluginHost(extra_modules=[reports], use_entry_points=False)
     assert sorted(host.registry.formats) == ["github", "gitlab", "json", "junit", "markdown", "sarif", "text"]

@@ -14,9 +14,9 @@ from markdown_it import MarkdownIt
 from conftest import FIXTURES, run_cli
 from test_reports import RULES, WORKLOADS, _findings
 
-from gpulint.model import CostImpact, Finding, Fix, Location, Severity
-from gpulint.reports import ReportOptions, render
-from gpulint.result import CostGate, DiffBase, ScanResult
+from gpulint.core.model import CostImpact, Finding, Fix, Location, Severity
+from gpulint.report import ReportOptions, render
+from gpulint.core.result import CostGate, DiffBase, ScanResult
 
 # GitLab's Code Quality report format (docs.gitlab.com/ci/testing/code_quality/, "Code Quality
 # report format"): an array of objects with these fields; `severity` one of five values;

@@ -5,12 +5,12 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, run_cli
-from gpulint.catalogue import Catalogue
-from gpulint.memory import GiB, Estimate
-from gpulint.model import Fact, Location
-from gpulint import memfit as mem
+from gpulint.pricing.catalogue import Catalogue
+from gpulint.resolve.memory import GiB, Estimate
+from gpulint.core.model import Fact, Location
+from gpulint.resolve import memfit as mem
 from gpulint.testing import resolve_by_hand
-from gpulint.workloads import Workload
+from gpulint.link.workloads import Workload
 
 
 def scan_json(path, *extra):

@@ -233,7 +233,7 @@ def test_rules_read_only_the_typed_resolution():
 
 
 def test_each_compute_target_is_resolved_once_per_scan(monkeypatch, tmp_path):
-    from gpulint import resolve
+    from gpulint.resolve import resolver as resolve
     from gpulint.testing import scan_tree
 
     calls: list[str] = []

@@ -72,7 +72,7 @@ def pinned_copy(tmp_path: Path, name: str, pyproject: str) -> Path:
 # -- expectations helpers ----------------------------------------------------------------
 @lru_cache(maxsize=1)
 def catalogue():
-    from gpulint.catalogue import Catalogue
+    from gpulint.pricing.catalogue import Catalogue
 
     return Catalogue.load()
 
@@ -448,8 +448,7 @@ def test_slurm():
 
 
 def test_slurm_model_size_from_constructor_dims():
-    from gpulint import modelsize
-
+    from gpulint.resolve import modelsize
     want = modelsize.from_dims(16, 2048, 50304, n_positions=2048, style="gpt2")
     model = only("wl-slurm")["resolved"].get("model") or {}
     assert model.get("params") == want.params

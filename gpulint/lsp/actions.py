@@ -17,7 +17,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Sequence
 
-from gpulint.suppressions import parse_codes
+from gpulint.run.suppressions import parse_codes
 
 _LINE_DIRECTIVE = re.compile(r"gpulint:\s*ignore\[([^\]]*)\]")
 _FILE_DIRECTIVE = re.compile(r"gpulint:\s*ignore-file\[([^\]]*)\]")
@@ -60,7 +60,7 @@ def _extend(line_no: int, line: str, m: re.Match, code: str) -> Edit | None:
 
 def _comment_directive(line: str, prefix: str, pattern: re.Pattern) -> re.Match | None:
     """A directive inside a comment of the line (not inside a string before it)."""
-    from gpulint.suppressions import _comment_start
+    from gpulint.run.suppressions import _comment_start
 
     idx = _comment_start(line, prefix)
     return pattern.search(line, idx) if idx >= 0 else None
@@ -217,7 +217,7 @@ class QuickFix:
 
 
 def finding_fix(finding, read, kind_of) -> QuickFix | None:
-    """The finding's fix (``gpulint.fixes``) as editor edits against the text the editor has now.
+    """The finding's fix (``gpulint.run.fixes``) as editor edits against the text the editor has now.
 
     `read(path)` gives a file's current text (the unsaved buffer when open),
     `kind_of(path)` its file kind; paths are relative to the scan root. A fix
@@ -226,7 +226,7 @@ def finding_fix(finding, read, kind_of) -> QuickFix | None:
     would apply them: the user picks each one, and the title says it may
     change behaviour.
     """
-    from gpulint.fixes import FixError, Materializer, line_col
+    from gpulint.run.fixes import FixError, Materializer, line_col
 
     fix = getattr(finding, "fix", None)
     if fix is None:

@@ -12,8 +12,8 @@ from typing import Callable, Sequence
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from gpulint.model import Finding, Location, Severity
-from gpulint.reports.base import cost_suffix, money, one_line
+from gpulint.core.model import Finding, Location, Severity
+from gpulint.report.base import cost_suffix, money, one_line
 
 SOURCE = "gpulint"
 

@@ -26,8 +26,8 @@ from pygls.workspace.position_codec import PositionCodec
 from gpulint import __version__
 from gpulint.lsp import actions, convert
 from gpulint.lsp.worker import LatestWins
-from gpulint.model import Finding
-from gpulint.plugins import PluginHost
+from gpulint.core.model import Finding
+from gpulint.run.plugins import PluginHost
 
 log = logging.getLogger("gpulint.lsp")
 
@@ -69,7 +69,7 @@ def _under(path: Path, root: Path) -> bool:
 
 def _cli_config(start: Path, host: PluginHost):
     """The configuration exactly as `gpulint scan` reads it (lookup, schema, rule codes)."""
-    from gpulint.config import read_config
+    from gpulint.core.config import read_config
 
     return read_config(start, host)
 
@@ -88,10 +88,10 @@ class Analyzer:
         return out
 
     def _scan_one(self, target: Path, start: Path, snap: Snapshot, out: Outcome) -> None:
-        from gpulint.baseline import BaselineError
-        from gpulint.config import UsageError
-        from gpulint.config import ConfigError
-        from gpulint.engine import ScanError, ScanRequest, Scanner
+        from gpulint.run.baseline import BaselineError
+        from gpulint.core.config import UsageError
+        from gpulint.core.config import ConfigError
+        from gpulint.run.engine import ScanError, ScanRequest, Scanner
 
         try:
             cfg = _cli_config(start, self.host)
@@ -138,7 +138,7 @@ class Analyzer:
         out.scanned.append(target)
 
     def _kind_of(self, path: Path) -> str:
-        from gpulint.discover import Classifier
+        from gpulint.run.discover import Classifier
 
         return Classifier(self.host.registry.file_kinds).kind_of(path) or ""
 
@@ -402,7 +402,7 @@ def _quick_fix(ls: GpulintLanguageServer, e: Entry) -> actions.QuickFix | None:
     def kind_of(rel: str) -> str | None:
         if rel == e.finding.loc.path:
             return e.kind
-        from gpulint.discover import Classifier
+        from gpulint.run.discover import Classifier
 
         return Classifier(ls.host.registry.file_kinds).kind_of(root / rel)
 

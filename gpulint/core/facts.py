@@ -1,0 +1,303 @@
+"""The fact vocabulary: one registry of what extractors may say about a file and what rules read.
+
+Every fact is a ``gpulint.core.model.Fact``: ``kind``, a JSON-compatible ``value``, a
+``Location``, the judged ``key`` and, for facts that describe one compute target
+or one launcher invocation, a ``target`` id (unique within the file, e.g.
+``aws_instance.trainer`` or ``PyTorchJob/llama/Worker``).
+
+``KINDS`` below is the registry: each kind with the JSON Schema of its value, the
+family it belongs to and what it means. The test suite validates every fact that
+every built-in extractor emits (over the fixture repositories and every rule
+example) against it, so the vocabulary cannot drift from the readers, and the
+documentation (``gpulint facts``, ``docs/facts.md``) is generated from it.
+Plugins that add kinds register them with ``register``.
+
+Two value conventions run through the vocabulary:
+
+* a value that cannot be decided statically is ``null`` (unknown);
+* a value decided by a command-line flag of the script is
+  ``{"cli_arg": "--bf16", "default": false}`` and is resolved against the
+  workload's launchers (``"default_unknown": true`` when the default is not a
+  literal: only a launcher that passes the flag decides it; ``"type_bool": true``
+  for argparse's ``type=bool``, where any non-empty word is True); a Terraform value that comes from elsewhere in the module
+  is ``{"ref": "var.x"}`` (optionally with ``"map"``: raw value -> normalised
+  value), resolved by ``gpulint.resolve.tfvalues``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+def cli_arg(flag: str, default: Any) -> dict:
+    """A value decided by a command-line flag of the script (resolved per workload)."""
+    return {"cli_arg": flag, "default": default}
+
+
+def is_cli(value: Any) -> bool:
+    return isinstance(value, dict) and "cli_arg" in value
+
+
+def flag_names(flag: str) -> tuple[str, ...]:
+    """Spellings of a flag a launcher may use: --bf16 and --bf16=..., -/_ variants."""
+    bare = flag.lstrip("-")
+    return tuple({bare, bare.replace("_", "-"), bare.replace("-", "_")})
+
+
+# -- schema building blocks ----------------------------------------------------------------
+CLI = {"type": "object", "required": ["cli_arg"], "properties": {"cli_arg": {"type": "string"}, "default": {}}}
+REF = {"type": "object", "required": ["ref"], "properties": {"ref": {"type": "string", "pattern": r"^(var|local)\."},
+                                                             "map": {"type": "object"}}}
+ANY: dict = {}
+
+
+def _t(*types: str) -> dict:
+    return {"type": list(types) if len(types) > 1 else types[0]}
+
+
+def _or(*schemas: dict) -> dict:
+    return {"anyOf": list(schemas)}
+
+
+def _obj(required: tuple[str, ...] = (), **props: dict) -> dict:
+    return {"type": "object", "required": list(required), "properties": props}
+
+
+STR, INT, BOOL, NUM = _t("string"), _t("integer"), _t("boolean"), _t("number")
+OPT_STR, OPT_INT, OPT_BOOL = _t("string", "null"), _t("integer", "null"), _t("boolean", "null")
+TRI = _or(OPT_BOOL, CLI, STR)  # true / false / unknown / a flag / a config string such as "auto"
+
+
+@dataclass(frozen=True)
+class FactKind:
+    kind: str
+    family: str  # code | launcher | config | compute | infra
+    schema: dict
+    doc: str
+    targeted: bool = False  # carries the `target` of a compute target or launcher invocation
+
+
+KINDS: dict[str, FactKind] = {}
+FAMILIES = {
+    "code": "Code facts (Python scripts and notebooks)",
+    "launcher": "Launcher facts (shell, Slurm, Dockerfile, Makefile, Kubernetes containers, SkyPilot run:, DVC, Terraform user_data)",
+    "config": "Configuration facts (accelerate, DeepSpeed, HF arguments, Lightning, model config.json)",
+    "compute": "Compute facts (Terraform, Kubernetes, SkyPilot, SageMaker, Slurm, Azure ML, Vertex); all carry `target`",
+    "infra": "Infrastructure facts without a target (Terraform values, budgets, placement groups)",
+}
+
+
+def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = False) -> FactKind:
+    """Add a fact kind (plugins call this for the kinds their extractors emit)."""
+    if family not in FAMILIES:
+        raise ValueError(f"fact family {family!r} is not one of {', '.join(FAMILIES)}")
+    fk = KINDS[kind] = FactKind(kind, family, schema, doc, targeted)
+    return fk
+
+
+# -- code -------------------------------------------------------------------------------------
+register("trains", "code", _obj(("via",), via=STR),
+         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, keras, deepspeed, "
+         "determined (a PyTorchTrial's train_batch stepping through its context) ...; "
+         "attrs.function / attrs.cls: the function and class the training call sits in; attrs.reached_from: the functions and classes of "
+         "its module that lead to it, where no module-level code does (a script importing the module trains only by calling one).")
+register("trainer_class", "code", _obj(("name", "base"), name=STR, base=STR),
+         "A class of the file that subclasses a framework trainer (directly or through classes of the file): it trains as base does.")
+register("trainer_call", "code", _obj(("module", "name", "method"), module=STR, name=STR, method=STR),
+         "``X(...).train()`` / ``.fit()`` of a class imported from a repository module; the linker makes it a trains fact "
+         "where that module's trainer_class facts say X is a framework trainer.")
+register("invokes", "code", _obj(("module", "name"), module=STR, name=STR),
+         "A call of a name imported from another module (from engine import train_one_epoch; Trainer(cfg).run()): a script "
+         "that calls the training of a repository module is a workload.")
+register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL, several=BOOL),
+         "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
+         "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "
+         "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\"); several: the call asks for "
+         "two or more GPUs (Lightning devices=4, gpus=8, devices=-1, a ddp/fsdp/deepspeed strategy).")
+register("custom_kernel", "code", _obj(("via",), via=STR),
+         "The code compiles a CUDA extension of its own at run time (torch.utils.cpp_extension.load / load_inline): kernels "
+         "autocast does not reach, written for the dtypes their sources take.")
+register("other_accelerator", "code", _obj(("via", "device"), via=STR, device=STR),
+         "The code runs on an accelerator that is not a CUDA GPU: device xla (torch_xla: TPU, AWS Trainium/Inferentia via "
+         "torch-neuronx) or hpu (Intel Gaudi, habana_frameworks); GPU rules stay silent unless the code also uses CUDA itself.")
+register("cpu_only", "code", _obj(("via",), via=STR, declared=BOOL),
+         "The code pins itself to the CPU (e.g. Lightning accelerator=\"cpu\"); declared: it submits itself with resources "
+         "that hold no GPU (Kubeflow CustomTrainer resources_per_node), or a notebook whose kernel runs on a CPU instance "
+         "(SageMaker Studio metadata.instance_type); a declared CPU wins over GPU use in the code.")
+register("inference", "code", _obj(("via",), via=STR), "The code runs a model without training it: no_grad, inference_mode, eval, pipeline, generate.")
+register("serves", "code", _obj(("via",), via=STR),
+         "The code serves a model: a FastAPI/Flask app, Triton/TorchServe handler, vLLM/TGI engine, SageMaker model_fn ...")
+register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_STR, _t("object")), enabled=_or(TRI, _t("object")),
+                                   from_launcher=BOOL, from_config=BOOL, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL, local=BOOL),
+         "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
+         "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
+         "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read); "
+         "local: a with autocast(enabled=False) region inside a function, an fp32 island within the run's precision, "
+         "not a setting of it.")
+register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16).")
+register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
+register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),
+         "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings; "
+         "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), inspect for one only looked into (next(iter(loader)), a loop that breaks at its first batch), no_grad for one only read by loops without autograd and with no step (caching latents once), else train; "
+         "attrs.pretokenized: batches of already tokenised rows (a transformers data collator, a datasets .map()/load_from_disk "
+         "result); attrs.in_memory: a TensorDataset (true) or class:<Name>, a Dataset class of the repository to look up in "
+         "dataset_class facts; attrs.reached_from: as for trains, the functions and classes of its module that lead to the "
+         "loader (a workload importing the module uses it only by invoking one of them).")
+register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
+         "init_process_group and its backend (nccl, gloo, mpi, or null); attrs.guards: the branches it sits in "
+         "(cpu/gpu of a CUDA check, multi_gpu, debug, dead, other_os), attrs.rpc: the file also starts torch.distributed.rpc.")
+register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
+         "attrs.guards as for process_group, attrs.function: the enclosing function, attrs.ddp_fallback: it sits on the "
+         "other side of an if from the file's own DistributedDataParallel/FSDP (the non-distributed fallback).")
+register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
+register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
+         "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp ...; dir when literal.")
+register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
+         "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp.")
+register("model.name", "code", _t("string"),
+         "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
+         "cli_arg (the name is that flag's argparse default: the launchers' value decides).")
+register("model.layers", "code", _obj(("name",), name=STR, params=OPT_INT, embedding_params=OPT_INT),
+         "A model the file builds out of framework layers (an nn.Module class, nn.Sequential, keras.Sequential or a functional "
+         "keras.Model) and its parameter count from literal layer sizes; params null when a layer is not literal, or the file also "
+         "loads a pretrained/registry model; embedding_params: how many of them are embedding tables (lookups, not matmuls).")
+register("model.config", "config", _t("object"), "Model dimensions from a config.json or a literal transformers *Config(...) call.")
+register("quantized_load", "code", _obj(bits=_t("integer", "null")), "A quantized load (BitsAndBytesConfig, load_in_4bit/8bit).")
+register("config_ref", "code", _obj(("path",), kind=STR, path=STR), "A configuration file named by code or another config ({kind: deepspeed, path}).")
+register("optimizer", "code", _obj(name=OPT_STR, qualname=OPT_STR), "The optimizer: name adamw, adam, sgd, adam8bit, adafactor ...")
+register("sharding", "code", _obj(("via",), via=STR, stage=OPT_INT, offload=OPT_BOOL, offload_optimizer=OPT_BOOL,
+                                  offload_param=OPT_BOOL, hybrid=OPT_BOOL),
+         "Sharded data parallelism: fsdp or deepspeed, its stage (0-3) and offload.")
+register("grad_checkpointing", "code", _obj(enabled=TRI, via=STR), "Activation (gradient) checkpointing and whether it is on.")
+register("peft", "code", _obj(method=STR, via=STR, load_in_4bit=BOOL, load_in_8bit=BOOL), "Parameter-efficient fine-tuning (lora, qlora).")
+register("decodes_media", "code", _obj(("via",), via=STR),
+         "The file decodes images, audio or video per sample (PIL Image.open, cv2.imread, torchvision.io, torchaudio.load, "
+         "ImageFolder, random-augmentation transforms ...) where samples are produced (a Dataset's __getitem__, what it calls, a "
+         "transform hook or collate_fn): host work a DataLoader's worker processes take off the GPU's path.")
+register("benchmark", "code", _obj(("via",), via=STR, synthetic=BOOL),
+         "The training step is measured, not trained toward a model: the file is named a benchmark, or the step's function "
+         "times it (a clock and torch.cuda.synchronize or CUDA events beside the backward).")
+register("dataset_class", "code", _obj(("name", "in_memory"), name=STR, in_memory=BOOL, on_gpu=BOOL, iterable=BOOL,
+                                      unsharded=BOOL),
+         "A Dataset class of the file; in_memory: its __getitem__ only indexes what the object holds (no I/O, no transform); "
+         "on_gpu: its __getitem__ moves what it returns to the GPU (.cuda(), .to(device)); iterable: an IterableDataset "
+         "with its own __iter__; unsharded: its file never asks get_worker_info() (every worker would replay the stream).")
+register("dataset", "code", _obj(("name",), name=STR, toy=BOOL),
+         "A well-known dataset the code loads; toy: a tutorial-sized benchmark (MNIST, CIFAR, SVHN, Iris ...).")
+register("script", "code", _obj(("via",), via=STR, main_lines={"type": "array", "items": {"type": "array", "items": INT}}),
+         "Running the file does work (a __main__ guard, or a module-level call of its own functions or of a "
+         "training API): without it, training code is library code, a workload only where something runs it. "
+         "main_lines: the [first, last] lines of each __main__ block, which a file importing this one never runs.")
+register("import", "code", _t("string"), "A module the file imports (attrs.relative for relative imports); the linker follows repository modules.")
+
+# -- launchers ------------------------------------------------------------------------------------
+_WRAPPER = _or(_t("null"), _obj(tool=STR, nodes=_or(OPT_INT, STR), ntasks=_or(OPT_INT, STR), ntasks_per_node=_or(OPT_INT, STR),
+                                gpus_per_node=_or(OPT_INT, STR)))
+register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, module=OPT_STR, args=_t("array"),
+                                       nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
+                                       config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
+                                       num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL)},
+         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx, determined (an experiment config's entrypoint: module:TrialClass) ...; "
+         "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
+         "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
+         "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "
+         "script the dvc.yaml (\"dvc.yaml\" of the working folder), stage or null for the whole pipeline; "
+         "hyperpodrun reads as torchrun; tool uvicorn|gunicorn|hypercorn: module is the application's (module:app); "
+         "wrapper tool srun|mpirun|mpiexec|ray; "
+         "tool-specific keys: accelerate multi_gpu/use_deepspeed/use_fsdp, deepspeed hostfile, skypilot managed/use_spot/"
+         "accelerators/instance_type, dvc stage, sagemaker distributed (ModelTrainer torchrun|mpi); args_open: an unresolved "
+         "word among the script's arguments (``$EXTRA_ARGS``) may hold more flags, so a flag not seen is unknown, not absent. "
+         "attrs: flags {flag: [line, column]}; overridable {script|module|flag as written: VAR} (the literal default of "
+         "${VAR:-...}/${VAR:=...}, VAR not set in the script: the caller's environment may override it); relative_to "
+         "launcher (built from $(dirname \"$0\"): relative to the launcher's folder only) or, for Terraform file(), "
+         "module|root|cwd; unknown_prefix \"$WRAPPER\" (an unresolved word runs first: a profiler, or echo); attribute "
+         "(the Terraform boot-script attribute: user_data, custom_data, metadata.startup-script ...); via file|filebase64|"
+         "templatefile|template_file|SourceCode.command; template_vars; cloud_init runcmd; stage/wdir/foreach/matrix "
+         "(dvc.yaml); phase (SkyPilot); container (Kubernetes).")
+register("image.copy", "launcher", _obj(("src",), src=STR, dest=STR),
+         "A file or folder of the build context a Dockerfile's final stage COPYs or ADDs into its image (src as written).")
+register("env", "launcher", _obj(("name",), name=STR, value=OPT_STR),
+         "An environment variable set by a launcher, container, task or image. attrs: exported, conditional (set inside "
+         "if/loop/case), scope command (set by the launching command itself, same target), overridable VAR (the value is "
+         "${VAR:-default}'s default), script_dir (a path relative to the script's folder; value null: absolute at run "
+         "time), attribute (Terraform boot script), instruction ENV|make.")
+
+# -- configs ------------------------------------------------------------------------------------
+register("config.accelerate", "config", _obj(mixed_precision=OPT_STR, num_machines=_or(OPT_INT, STR), num_processes=_or(OPT_INT, STR),
+                                             distributed_type=OPT_STR, deepspeed_config_file=OPT_STR, zero_stage=_or(OPT_INT, STR),
+                                             fsdp=_or(OPT_BOOL, _t("object")), offload_optimizer=ANY, offload_param=ANY),
+         "An accelerate config file (accelerate launch --config_file, or the repository's only one).")
+register("config.deepspeed", "config", _obj(fp16=TRI, bf16=TRI, zero_stage=_or(OPT_INT, STR), offload_optimizer=OPT_BOOL,
+                                            offload_param=OPT_BOOL, optimizer=OPT_STR, activation_checkpointing=OPT_BOOL),
+         "A DeepSpeed JSON config: fp16/bf16 (true/false/\"auto\"), ZeRO stage and offload.")
+register("config.hf_args", "config", _t("object"),
+         "HF TrainingArguments values from a JSON/YAML argument file or a literal call: fp16, bf16, tf32, gradient_checkpointing, "
+         "save_strategy, dataloader_*, per_device_train_batch_size, optim, fsdp, deepspeed, output_dir ...")
+
+# -- compute ---------------------------------------------------------------------------------------
+_TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
+register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
+         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool); provider aws|gcp|azure|null; "
+         "role training|serving|notebook|null (what the infrastructure names it for). attrs include runtime_ref {kind, name} "
+         "and num_proc_per_node (Kubeflow Trainer TrainJob), replicated_job (TrainingRuntime), nproc_per_node "
+         "(HyperPodPyTorchJob), hyperpod (SageMaker HyperPod nodes: ml.* instance types, sagemaker.amazonaws.com/ labels), "
+         "sdk ModelTrainer.", targeted=True)
+register("compute.instance_type", "compute", _or(_t("string", "null"), REF),
+         "An instance type as written (SageMaker ml. names included; local for SageMaker local mode; attrs.default: the "
+         "platform's documented default, e.g. ModelTrainer without compute runs on ml.m5.xlarge).", targeted=True)
+register("compute.accelerator", "compute", _obj(("type",), type=_t("string"), count=_or(OPT_INT, REF, STR)),
+         "An accelerator request ({type: A100|nvidia-tesla-a100|..., count}).", targeted=True)
+register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand | reserved (a capacity block, targeted ODCR, GCP specific reservation or Azure capacity reservation group: priced at the on-demand list rate) (attrs: on_demand_fallback, default, via).",
+         targeted=True)
+register("compute.node_count", "compute", _TF(OPT_INT), "Nodes (instances, replicas, instance_count, --nodes).", targeted=True)
+register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscaling group, node group or pool.", targeted=True)
+register("compute.gpus_per_node", "compute", _TF(OPT_INT), "GPUs requested per node (a pod's nvidia.com/gpu, --gres=gpu:N).",
+         targeted=True)
+register("compute.efa", "compute", _TF(OPT_INT), "EFA interfaces or vpc.amazonaws.com/efa resources requested (0 = explicitly none).",
+         targeted=True)
+register("compute.checkpoint", "compute", _obj(s3_uri=OPT_STR, local_path=OPT_STR, max_wait=_or(OPT_INT, STR), max_run=_or(OPT_INT, STR),
+                                               s3_uri_set=BOOL, max_wait_set=BOOL, star_kwargs=BOOL),
+         "SageMaker checkpoint settings of a managed spot job.", targeted=True)
+register("storage.mount", "compute", _obj(path=OPT_STR, bucket=OPT_STR, mode=OPT_STR), "A SkyPilot file_mounts entry.", targeted=True)
+
+# -- infrastructure --------------------------------------------------------------------------------
+register("tf.variable", "infra", _obj(("name",), name=STR, default=ANY, has_default=BOOL, computed=BOOL),
+         "A Terraform variable and its default (has_default false: none; computed: an expression gpulint does not evaluate).")
+register("tf.local", "infra", _obj(("name",), name=STR, value=ANY, computed=BOOL), "A Terraform local and its value (literal or reference).")
+register("tf.tfvar", "infra", _obj(("name",), name=STR, value=ANY, auto=BOOL),
+         "An assignment in a *.tfvars file (auto: loaded without -var-file: terraform.tfvars, *.auto.tfvars).")
+register("tf.module_call", "infra", _obj(("name", "source"), name=STR, source=STR, inputs=_t("object")),
+         "A module block: its source and the inputs it passes (values or references).")
+register("infra.budget", "infra", _obj(("resource",), resource=STR, kind=STR), "A budget or spend alarm (aws_budgets_budget, a billing alarm ...).")
+register("infra.gpu_monitoring", "infra", _obj(("via",), via=STR),
+         "GPU utilisation metrics are installed: DCGM exporter, the GPU operator, CloudWatch agent nvidia_gpu, GKE managed DCGM.")
+register("infra.placement_group", "infra", _obj(("resource",), resource=STR, strategy=OPT_STR), "A placement group or collocation policy.")
+
+
+def document() -> str:
+    """The vocabulary as Markdown (``gpulint facts --format markdown`` and docs/facts.md)."""
+    out = ["# gpulint's fact vocabulary", "",
+           "Generated from `gpulint.core.facts.KINDS` (`gpulint facts --format markdown`); every fact the built-in "
+           "readers emit is checked against these shapes by the test suite.", ""]
+    for family, title in FAMILIES.items():
+        out += [f"## {title}", "", "| kind | value | meaning |", "|---|---|---|"]
+        for fk in sorted((k for k in KINDS.values() if k.family == family), key=lambda k: k.kind):
+            out.append(f"| `{fk.kind}` | {_shape(fk.schema)} | {fk.doc.replace('|', '/')} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _shape(schema: dict) -> str:
+    if "anyOf" in schema:
+        return " or ".join(_shape(s) for s in schema["anyOf"])
+    t = schema.get("type")
+    if t == "object" and schema.get("properties"):
+        if set(schema["properties"]) <= {"cli_arg", "default"}:
+            return "flag"
+        if set(schema["properties"]) <= {"ref", "map"}:
+            return "ref"
+        req = set(schema.get("required", ()))
+        return "{" + ", ".join(k + ("" if k in req else "?") for k in schema["properties"]) + "}"
+    if isinstance(t, list):
+        return "/".join(t)
+    return t or "any"

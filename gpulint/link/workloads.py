@@ -1,0 +1,818 @@
+"""Joining the facts of many files into workloads: the only place that looks
+across files.
+
+A workload is one entrypoint (a training or serving script, or a serving
+target with no script of its own) with what launches it, the configs it reads
+and the compute it runs on. Links are made, in order:
+
+1. explicitly: a launcher names the script (shell/Slurm/Makefile/Dockerfile
+   lines, Kubernetes containers, SkyPilot ``run:``, SageMaker ``entry_point``,
+   Terraform ``user_data``, DVC stages), directly or through the launcher files
+   it runs (``bash scripts/train.sh``, ``dvc repro``): a compute that holds the
+   outer launcher holds the inner ones; configs named by a launcher
+   (``--config_file``, ``--deepspeed``) or by the code
+   (``TrainingArguments(deepspeed="ds.json")``);
+2. by the ``workloads`` table of the configuration;
+3. by unambiguous repo-level pairing: one accelerate config in the repo, one
+   GPU compute target left and one workload without compute (preferring the
+   one script a launcher starts). When that cannot be decided the ambiguity is
+   recorded (SYS005 reports it) rather than dropped.
+
+An entrypoint launched on the compute of two different jobs (two estimators,
+two PyTorchJobs) is two workloads, each on its own compute. Test and vendored
+code is context (its facts and imports are read) but never a workload of its
+own (``gpulint.link.scope``). Every link records why it was made; what stays
+unknown is listed.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from gpulint.core.families import looks_like_gpu_instance
+from gpulint.core.model import Fact, Location
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.resolve.results import WorkloadResolution
+    from gpulint.link.scope import Scope
+
+CODE_KINDS = ("python", "notebook")
+__all__ = ["CODE_KINDS", "Ambiguity", "Compute", "Linked", "Repo", "Workload", "compute_targets", "link",
+           "looks_like_gpu_instance"]
+#: launcher files followed through a chain of launches at most this deep
+_MAX_CHAIN = 6
+
+
+@dataclass
+class Compute:
+    """One compute target (a Terraform resource, a Kubernetes job, a SkyPilot task ...): its facts."""
+
+    id: str  # "path#target"
+    path: str
+    target: str
+    facts: list[Fact] = field(default_factory=list)
+    joined: list["Compute"] = field(default_factory=list)  # launch templates an autoscaling group starts
+
+    @property
+    def all_facts(self) -> list[Fact]:
+        return self.facts + [f for j in self.joined for f in j.facts]
+
+    def first(self, kind: str) -> Fact | None:
+        for f in self.facts:
+            if f.kind == kind:
+                return f
+        return None
+
+    def value(self, kind: str, default: Any = None) -> Any:
+        f = self.first(kind)
+        return f.value if f is not None else default
+
+    def role(self) -> str | None:
+        return (self.value("compute.target") or {}).get("role")
+
+    @property
+    def job(self) -> tuple[str, str]:
+        """Targets of one job share this key: a PyTorchJob's Master and Worker, an MPIJob's Launcher and Worker."""
+        resource = (self.value("compute.target") or {}).get("resource")
+        return (self.path, str(resource or self.target))
+
+    @property
+    def loc(self) -> Location:
+        f = self.first("compute.target")
+        return f.loc if f else self.facts[0].loc
+
+    def has_gpu_hint(self) -> bool:
+        for f in self.facts:
+            if f.kind == "compute.instance_type" and isinstance(f.value, str) and looks_like_gpu_instance(f.value):
+                return True
+            if f.kind == "compute.instance_type" and isinstance(f.value, dict) and "ref" in f.value:
+                return True  # decided later from the module's variables
+            if f.kind in ("compute.accelerator", "compute.gpus_per_node") and (f.value or (f.attrs or {}).get("all")):
+                return True  # ("all": a Compose service that reserves every GPU of its host)
+        return False
+
+
+@dataclass
+class Workload:
+    name: str
+    entrypoint: str
+    code_files: list[str] = field(default_factory=list)
+    launchers: list[Fact] = field(default_factory=list)
+    configs: list[str] = field(default_factory=list)
+    compute: Compute | None = None
+    facts: list[Fact] = field(default_factory=list)  # code + linked config facts
+    env: list[Fact] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    overrides: dict = field(default_factory=dict)  # from the config's workloads table
+    job_computes: list[Compute] = field(default_factory=list)  # other targets of the same job
+    #: set by gpulint.resolve.resolver before any rule runs
+    resolution: "WorkloadResolution | None" = None
+
+    def of(self, kind: str) -> list[Fact]:
+        return [f for f in self.facts if f.kind == kind]
+
+    def has(self, kind: str) -> bool:
+        return any(f.kind == kind for f in self.facts)
+
+    def code_facts(self, kind: str) -> list[Fact]:
+        return [f for f in self.facts if f.kind == kind and f.loc.path in self.code_files]
+
+    @property
+    def trains(self) -> bool:
+        return self.has("trains")
+
+    @property
+    def role(self) -> str:
+        if self.resolution is not None:
+            return self.resolution.role
+        return "training" if self.code_facts("trains") else "batch"
+
+
+@dataclass(frozen=True)
+class Ambiguity:
+    """A pairing the linker could not decide: ``subject`` (a compute target or a workload) and its candidates."""
+
+    loc: Location
+    subject: str
+    candidates: tuple[str, ...]
+    workloads: tuple[str, ...]  # the workloads left without compute because of it
+
+
+@dataclass
+class Linked:
+    workloads: list[Workload]
+    computes: dict[str, Compute]
+    ambiguities: list[Ambiguity] = field(default_factory=list)
+
+    def __iter__(self):  # `for wl in link(repo)` reads the workloads
+        return iter(self.workloads)
+
+    def __len__(self) -> int:
+        return len(self.workloads)
+
+
+@dataclass
+class Repo:
+    """Facts of every scanned file, by path, plus what each file is."""
+
+    facts: dict[str, list[Fact]]
+    kinds: dict[str, str]
+    #: content digest of each code file (byte-identical copies share one)
+    digests: dict[str, str] = field(default_factory=dict)
+    #: repository files each code file imports, computed once per file (import closures overlap heavily)
+    imports: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _heads: set[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def files_of_kind(self, *kinds: str) -> list[str]:
+        return sorted(p for p, k in self.kinds.items() if k in kinds)
+
+    def has_module_head(self, path: str) -> bool:
+        """Could an import resolve at `path` (``pkg`` of ``pkg.mod`` under some folder)? A folder or a
+        ``.py`` file of that name exists: most imports (torch, transformers) are rejected by one lookup."""
+        if self._heads is None:
+            heads: set[str] = set()
+            for p in self.kinds:
+                stem = p[:-3] if p.endswith(".py") else None
+                if stem is not None:
+                    heads.add(stem)
+                d = posixpath.dirname(p)
+                while d and d not in heads:
+                    heads.add(d)
+                    d = posixpath.dirname(d)
+            self._heads = heads
+        return path in self._heads
+
+    def all(self, kind: str) -> Iterable[Fact]:
+        for path in sorted(self.facts):
+            for f in self.facts[path]:
+                if f.kind == kind:
+                    yield f
+
+
+def _module_to_paths(module: str, base_dir: str) -> list[str]:
+    rel = module.replace(".", "/")
+    cands = [f"{rel}.py", f"{rel}/__main__.py", f"{rel}/__init__.py"]
+    return [posixpath.normpath(posixpath.join(base_dir, c)) for c in cands]
+
+
+def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: str | None = None) -> str | None:
+    if module:
+        # python -m pkg.mod from the launcher's folder, the root, or a src/ layout's package root
+        for base in (posixpath.dirname(launcher_path), "", "src"):
+            for cand in _module_to_paths(module, base):
+                if cand in repo.kinds:
+                    return cand
+        return None
+    if not script or "$" in script or "{" in script:
+        return None
+    s = _strip_container(script)
+    here = posixpath.dirname(launcher_path)
+    candidates = [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
+    if s.startswith("/"):
+        candidates = [s.lstrip("/")]
+    for c in candidates:
+        if c in repo.kinds and repo.kinds[c] in CODE_KINDS:
+            return c
+    # a container path such as /workspace/project/train.py: match the unique file ending like it
+    tail = posixpath.basename(s)
+    last_two = "/".join(s.split("/")[-2:])
+    matches = [p for p in repo.files_of_kind(*CODE_KINDS)
+               if p == s or p.endswith("/" + s) or (s.count("/") >= 1 and (p == last_two or p.endswith("/" + last_two)))]
+    if matches:
+        if len(matches) == 1:
+            return matches[0]
+        if "/" in s:
+            return _nearest(matches, launcher_path)  # a path with folders: its copy in the launcher's own tree
+        # a bare name (train.py) names many files: only the one beside the launcher or in its parent folder (a
+        # scripts/ or bash_script/ folder next to the code), never some namesake deeper in the tree
+        here = posixpath.dirname(launcher_path)
+        close = [p for p in matches if posixpath.dirname(p) in (here, posixpath.dirname(here))]
+        if len(close) == 1:
+            return close[0]
+        # or the one copy under the launcher's folder that a Dockerfile beside it builds into an image (a job that runs
+        # `python imagenet.py` in the image container-imagenet/Dockerfile COPYs it into, a namesake elsewhere)
+        imaged = [p for p in matches if p.startswith(here + "/" if here else "") and _in_image(p, repo)]
+        return imaged[0] if not close and len(imaged) == 1 else None
+    same_name = [p for p in repo.files_of_kind(*CODE_KINDS) if posixpath.basename(p) == tail]
+    if len(same_name) > 1:
+        same_name = [p for p in [_nearest(same_name, launcher_path)] if p]
+    # a bare file-name match only for a path relative to the launcher, or for a file beside the launcher (the
+    # source_dir SageMaker uploads with its script.sh): an absolute container path whose folders match nothing
+    # here is otherwise a file of the image (kubeflow/...-example:latest), not the repository's namesake
+    if len(same_name) == 1 and "/" in s and (not script.startswith("/") or _beside(same_name[0], launcher_path)):
+        return same_name[0]
+    return None
+
+
+def _in_image(path: str, repo: Repo) -> bool:
+    """Does a Dockerfile in the script's folder COPY or ADD it (by its name, or the whole folder) into its image?"""
+    folder, name = posixpath.split(path)
+    for df, kind in repo.kinds.items():
+        if kind != "dockerfile" or posixpath.dirname(df) != folder:
+            continue
+        for f in repo.facts.get(df, []):
+            if f.kind == "image.copy" and posixpath.normpath(str(f.value.get("src"))) in (name, "."):
+                return True
+    return False
+
+
+def _nearest(paths: list[str], launcher_path: str) -> str | None:
+    """The one of several same-named scripts that sits under the launcher's nearest folder holding any of them
+    (``internvl_chat/shell/run.sh`` runs ``internvl/train/finetune.py`` from ``internvl_chat/``, not the copy under
+    ``internvl_chat_gpt_oss/``); None when that folder holds more than one, or only the root holds them."""
+    here = posixpath.dirname(launcher_path)
+    while here:
+        under = [p for p in paths if p.startswith(here + "/")]
+        if under:
+            return under[0] if len(under) == 1 else None
+        here = posixpath.dirname(here)
+    return None
+
+
+def _beside(path: str, launcher_path: str) -> bool:
+    """Is `path` in the launcher's own folder or below it (a SageMaker source_dir uploaded with its script.sh)?"""
+    here = posixpath.dirname(launcher_path)
+    return not here or path.startswith(here + "/")
+
+
+_CONTAINER_PREFIXES = ("./", "/workspace/", "/app/", "/opt/ml/code/", "/opt/ml/input/config/", "/code/", "/src/")
+
+
+def _strip_container(path: str) -> str:
+    for prefix in _CONTAINER_PREFIXES:
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
+#: a path written as a placeholder for the reader's own (``/path/to/textvqa/train.json``, ``<data-dir>/x.yaml``,
+#: ``YOUR_BUCKET/conf.json``): whatever file of the repository it ends like, it is not that file
+_PLACEHOLDER_PATH = re.compile(r"(?:^|/)path/to/|<[^<>/]+>|(?:^|/)your[_-]", re.I)
+#: flags whose value is data the script reads (a dataset, annotations, a vocabulary), not a configuration of the run
+_DATA_FLAG = re.compile(r"data|annotation|question|answer|caption|vocab|token|label|(?:train|valid|validation|test|eval)_file|"
+                        r"meta_path|json_path|jsonl|corpus|manifest|prompt", re.I)
+
+
+def _resolve_config(path: str | None, near: str, repo: Repo, entry: str | None = None) -> str | None:
+    if not isinstance(path, str) or "$" in path or _PLACEHOLDER_PATH.search(path):
+        return None
+    path = _strip_container(path)
+    for c in (posixpath.normpath(posixpath.join(posixpath.dirname(near), path)), posixpath.normpath(path.lstrip("./")) if path.startswith("./") else posixpath.normpath(path)):
+        if c in repo.kinds:
+            return c
+    tail = "/".join(path.split("/")[-2:])
+    matches = [p for p in repo.kinds if (p == tail or p.endswith("/" + tail)) and repo.kinds[p] in ("json", "yaml")]
+    if "/" not in path:
+        # a bare name (``--deepspeed ds_config.json``) is a file of the folder the job runs in: beside the launcher or
+        # the script it starts (a SageMaker source_dir), or one folder up; not a namesake anywhere (a launcher that
+        # writes its own config would link to a test's copy)
+        homes = {d for f in (near, entry) if f for d in (posixpath.dirname(f), posixpath.dirname(posixpath.dirname(f)))}
+        matches = [p for p in matches if posixpath.dirname(p) in homes]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _local_modules(path: str, repo: Repo) -> list[str]:
+    """Repository files a code file imports (absolute imports from the repo root
+    or the file's folder, and relative imports)."""
+    known = repo.imports.get(path)
+    if known is None:
+        known = repo.imports[path] = _find_local_modules(path, repo)
+    return known
+
+
+def _find_local_modules(path: str, repo: Repo) -> list[str]:
+    out = []
+    for f in repo.facts.get(path, []):
+        if f.kind == "import":
+            found = _resolve_import(f.value, f.attrs.get("relative", 0) if f.attrs else 0, path, repo)
+            if found is not None:
+                out.append(found)
+    return sorted(set(out))
+
+
+def _resolve_import(mod: str, level: int, path: str, repo: Repo) -> str | None:
+    """The repository file an import of `mod` in `path` reads, or None (a package installed elsewhere)."""
+    here = posixpath.dirname(path)
+    if level:
+        base = here
+        for _ in range(level - 1):
+            base = posixpath.dirname(base)
+        mod = mod.lstrip(".")
+        bases = [base]
+    else:
+        # the file's folder and each ancestor up to the root (src/ layouts, scripts/ next to a package)
+        bases, b = [], here
+        while True:
+            bases.append(b)
+            if not b:
+                break
+            b = posixpath.dirname(b)
+    if not mod:
+        return None
+    head = mod.split(".", 1)[0]
+    for b in bases:
+        if not repo.has_module_head(posixpath.normpath(posixpath.join(b, head))):
+            continue
+        for cand in _module_to_paths(mod, b):
+            if cand in repo.kinds and cand != path:
+                return cand
+    return None
+
+
+def _invoked_training(path: str, facts: list[Fact], repo: Repo) -> str | None:
+    """Why a script runs training it does not hold: it calls a function or class of a repository module
+    whose training step sits in that function or class ("calls train_one_epoch, which trains at engine.py:41")."""
+    for inv in (f for f in facts if f.kind == "invokes"):
+        target = _resolve_import(inv.value.get("module") or "", (inv.attrs or {}).get("relative", 0), path, repo)
+        if target is None:
+            continue
+        name = inv.value.get("name")
+        for t in repo.facts.get(target, []):
+            if t.kind == "trains" and name and name in ((t.attrs or {}).get("function"), (t.attrs or {}).get("cls")):
+                return f"script: {path} calls {name} ({inv.loc.short()}), which trains at {t.loc.short()}"
+    return None
+
+
+def _closure(entry: str, repo: Repo, limit: int = 50) -> list[str]:
+    seen = [entry]
+    todo = [entry]
+    while todo and len(seen) < limit:
+        cur = todo.pop()
+        for m in _local_modules(cur, repo):
+            if m not in seen:
+                seen.append(m)
+                todo.append(m)
+    return seen
+
+
+def compute_targets(repo: Repo) -> dict[str, Compute]:
+    """Every compute target of the repository (facts grouped by file and target id)."""
+    out: dict[str, Compute] = {}
+    for path in sorted(repo.facts):
+        for f in repo.facts[path]:
+            if f.target and (f.kind.startswith("compute.") or f.kind in ("env", "launch", "storage.mount")):
+                cid = f"{path}#{f.target}"
+                out.setdefault(cid, Compute(cid, path, f.target)).facts.append(f)
+    computes = {cid: c for cid, c in out.items() if c.first("compute.target") is not None}
+    for c in computes.values():
+        c.joined = [computes[t] for t in _template_ids(c, computes) if t != c.id]
+    return computes
+
+
+@dataclass(frozen=True)
+class _Use:
+    """A launch fact as it runs: from its own file, or reached through the launcher files that run it."""
+
+    fact: Fact
+    path: str  # the file the launch is written in
+    holder: str | None  # the compute target that runs it (its own, or the outer launcher's)
+    via: tuple[str, ...] = ()  # outer launches, outermost first ("k8s/job.yaml:14 runs scripts/train.sh")
+    env_files: tuple[tuple[str, str], ...] = ()  # (file, target) whose env applies: outer launchers' too
+
+
+def _launcher_file(script: str | None, launcher_path: str, repo: Repo, launches_in: dict[str, list[Fact]]) -> str | None:
+    """A non-code file of the repository with launches of its own that this launch runs (a shell
+    script, a DVC pipeline ...), or None."""
+    if not isinstance(script, str) or not script or "$" in script or "{" in script:
+        return None
+    s = _strip_container(script)
+    here = posixpath.dirname(launcher_path)
+    cands = [s.lstrip("/")] if s.startswith("/") else [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
+    for c in cands:
+        if c in launches_in and repo.kinds.get(c) not in CODE_KINDS and c != launcher_path:
+            return c
+    matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and p != launcher_path]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _holder_of(fact: Fact, path: str, computes: dict[str, Compute]) -> str | None:
+    if fact.target:
+        cid = f"{path}#{fact.target}"
+        return cid if cid in computes else None
+    in_file = [cid for cid, c in computes.items() if c.path == path]
+    return in_file[0] if len(in_file) == 1 else None  # a batch script's #SBATCH allocation
+
+
+def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
+    launches_in: dict[str, list[Fact]] = defaultdict(list)
+    for path in sorted(repo.facts):
+        for f in repo.facts[path]:
+            if f.kind == "launch" and isinstance(f.value, dict):
+                launches_in[path].append(f)
+    uses: list[_Use] = []
+    reached: set[str] = set()  # launcher files some outer launch runs on a compute
+
+    def walk(use: _Use, depth: int) -> None:
+        uses.append(use)
+        inner = _launcher_file(use.fact.value.get("script"), use.path, repo, launches_in)
+        if inner is None or depth >= _MAX_CHAIN or any(inner == v.split(" runs ", 1)[-1] for v in use.via):
+            return
+        if use.holder:
+            reached.add(inner)
+        step = f"{use.fact.loc.short()} runs {inner}"
+        stage = use.fact.value.get("stage")
+        for g in launches_in[inner]:
+            if stage and (g.attrs or {}).get("stage") not in (None, stage):
+                continue  # `dvc repro train` runs that stage only
+            holder = _holder_of(g, inner, computes) or use.holder
+            walk(_Use(g, inner, holder, use.via + (step,), use.env_files + ((inner, g.target),)), depth + 1)
+
+    for path, facts in launches_in.items():
+        for f in facts:
+            walk(_Use(f, path, _holder_of(f, path, computes), (), ((path, f.target),)), 0)
+    # a launch inside a launcher file that a compute runs is not also a launch of its own without one
+    seen: set[tuple] = set()
+    out = []
+    for u in uses:
+        if u.holder is None and u.path in reached and not u.via:
+            continue
+        key = (u.fact.loc, u.fact.key, u.holder)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(u)
+    return out
+
+
+def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workload:
+    wl = Workload(name=name, entrypoint=entry, code_files=code)
+    for p in code:
+        facts = repo.facts.get(p, [])
+        # a module the entrypoint imports never runs its ``__main__`` block (a demo or self-test of the module)
+        blocks = [] if p == entry else [b for f in facts if f.kind == "script" for b in f.value.get("main_lines") or ()]
+        wl.facts += [f for f in facts if not f.target and f.kind != "import"
+                     and not any(lo <= f.loc.line <= hi for lo, hi in blocks)]
+    # the training step of an imported module sits in a function or class that neither that module nor any code of
+    # the workload calls (a script importing ``evaluate`` from the module that also holds ``train``): not this
+    # workload's training
+    invoked = {f.value.get("name") for f in wl.facts if f.kind == "invokes"}
+    # (likewise a DataLoader built in such a function: a package ``__init__`` importing every loader module)
+    wl.facts = [f for f in wl.facts if not (f.kind in ("trains", "dataloader") and f.loc.path != entry
+                                           and "reached_from" in (f.attrs or {}) and not invoked & set(f.attrs["reached_from"]))]
+    if len(code) > 1:
+        wl.reasons.append(f"code: {entry} imports {', '.join(code[1:])}")
+    return wl
+
+
+#: what a framework trainer's training call is, by the framework class a repository trainer subclasses
+_TRAINER_VIA = {"fit": "lightning", "train": "hf_trainer"}
+
+
+def _resolve_trainer_calls(repo: Repo) -> None:
+    """``LLaVATrainer(...).train()`` where ``LLaVATrainer`` is a class of another repository module that subclasses
+    ``transformers.Trainer``: a training call of that framework, as if the file had called it (a ``trains`` fact,
+    and the framework's GPU use). Done once per scan, before workloads are built."""
+    for path, facts in list(repo.facts.items()):
+        calls = [f for f in facts if f.kind == "trainer_call"]
+        if not calls:
+            continue
+        added = []
+        for call in calls:
+            if any(f.kind == "trains" and f.loc == call.loc for f in facts):
+                continue  # resolved by an earlier pass of the scan
+            target = _resolve_import(call.value["module"], 0, path, repo)
+            base = next((t.value["base"] for t in repo.facts.get(target, []) if t.kind == "trainer_class"
+                         and t.value.get("name") == call.value["name"]), None) if target else None
+            via = _TRAINER_VIA.get(call.value["method"])
+            lightning = base is not None and "lightning" in base
+            if base is None or via is None or (via == "lightning") != lightning:
+                continue
+            added.append(Fact("trains", {"via": via}, call.loc, call.key, "", {**(call.attrs or {}), "subclass_of": base}))
+            if not any(f.kind == "uses_gpu" for f in facts + added):
+                added.append(Fact("uses_gpu", {"via": base, "auto": True}, call.loc, base, "", {}))
+        if added:
+            repo.facts[path] = facts + added
+
+
+def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = None) -> Linked:
+    """Build workloads from the facts of every file."""
+    from gpulint.link.scope import Scope
+
+    scope = scope or Scope()
+    _resolve_trainer_calls(repo)
+    computes = compute_targets(repo)
+    uses = _launch_uses(repo, computes)
+    # 1. entrypoints: code that trains, and code a launcher starts (test and vendored code is context only)
+    entries: dict[str, list[_Use]] = {}
+    for path in repo.files_of_kind(*CODE_KINDS):
+        facts = repo.facts.get(path, [])
+        if scope.outside(path):
+            continue
+        # training code that nothing runs as a script (a Trainer class of the package the repository is)
+        # is library code: a workload only where a launcher starts it or a script imports it
+        runs = repo.kinds.get(path) == "notebook" or any(f.kind == "script" for f in facts)
+        if any(f.kind == "serves" for f in facts) or (runs and any(f.kind == "trains" for f in facts)):
+            entries.setdefault(path, [])
+    # a script whose training is a function or class of a repository module it calls (main.py calling
+    # engine.train_one_epoch, chargpt.py running mingpt's Trainer)
+    runs_training: dict[str, str] = {}
+    for path in repo.files_of_kind(*CODE_KINDS):
+        facts = repo.facts.get(path, [])
+        if path in entries or scope.outside(path) or not any(f.kind == "script" for f in facts):
+            continue
+        why = _invoked_training(path, facts, repo)
+        if why:
+            entries.setdefault(path, [])
+            runs_training[path] = why
+    for u in uses:
+        if (u.fact.attrs or {}).get("fetched"):
+            continue  # the launcher downloads or clones the script it runs: not the repository's file of that name
+        script = _resolve_script(u.fact.value.get("script"), u.path, repo, u.fact.value.get("module"))
+        if script and not scope.outside(script) and not scope.outside(u.path):
+            entries.setdefault(script, []).append(u)
+    pinned = {row.get("entrypoint") for row in table or []}
+    copies = _stray_copies(entries, repo, pinned)
+    for path in copies:
+        del entries[path]
+    # a module only imported by another entrypoint is part of it, not a workload of its own
+    imported_by_other = {m for entry in entries for m in _closure(entry, repo)[1:]}
+    workloads: dict[str, Workload] = {}
+    for entry in sorted(entries):
+        if entry in imported_by_other and not entries[entry] and entry not in pinned:
+            continue
+        code = _closure(entry, repo)
+        groups: dict[tuple, list[_Use]] = defaultdict(list)
+        loose: list[_Use] = []
+        for u in entries[entry]:
+            if u.holder:
+                groups[computes[u.holder].job].append(u)
+            else:
+                loose.append(u)
+        if len(groups) <= 1:
+            wl = _new_workload(entry, entry, repo, code)
+            for u in [u for g in groups.values() for u in g] + loose:
+                _attach_launcher(wl, u, repo, computes)
+            workloads[wl.name] = wl
+            continue
+        for key in sorted(groups):  # one workload per job that runs this entrypoint
+            first = computes[groups[key][0].holder]
+            wl = _new_workload(f"{entry} [{key[0]}#{key[1]}]", entry, repo, code)
+            wl.reasons.append(f"job: {entry} runs on {len(groups)} jobs; this workload is the one on {first.id}")
+            for u in groups[key] + loose:
+                _attach_launcher(wl, u, repo, computes)
+            workloads[wl.name] = wl
+    for wl in workloads.values():
+        if wl.entrypoint in runs_training:
+            wl.reasons.append(runs_training[wl.entrypoint])
+        for copy in sorted(c for c, twin in copies.items() if twin == wl.entrypoint):
+            wl.reasons.append(f"copy: {copy} is a byte-identical copy of {wl.entrypoint} that nothing launches; "
+                              "it is this workload, not one of its own")
+        # a notebook whose metadata names its kernel's instance (SageMaker Studio) trains on that instance
+        kernel = computes.get(f"{wl.entrypoint}#kernel")
+        if wl.compute is None and kernel is not None and repo.kinds.get(wl.entrypoint) == "notebook":
+            wl.compute = kernel
+            wl.reasons.append(f"notebook: {wl.entrypoint}'s kernel runs on the instance its metadata names ({kernel.loc.short()})")
+    # configs named by code or passed by launchers
+    for wl in workloads.values():
+        for f in list(wl.facts):
+            if f.kind == "config_ref":
+                _attach_config(wl, _resolve_config(f.value.get("path"), f.loc.path, repo), repo, f"code: {f.loc.short()} names it")
+        for f in wl.launchers:
+            args = f.value.get("args") or []
+            for i, arg in enumerate(args):
+                if not isinstance(arg, str):
+                    continue
+                if arg.startswith("-") and "=" in arg:
+                    flag, _, value = arg.partition("=")  # --config=ds.json
+                else:  # --config ds.json (the flag is the word before), or a positional path
+                    before = args[i - 1] if i else None
+                    flag, value = (before if isinstance(before, str) and before.startswith("-") else ""), arg
+                if flag and _DATA_FLAG.search(flag.lstrip("-")):
+                    continue  # --train_file data/train.json, --meta_path shell/data/mix.json: data the script reads
+                if value.endswith((".json", ".yaml", ".yml")) and not value.startswith("-"):
+                    _attach_config(wl, _resolve_config(value, f.loc.path, repo, wl.entrypoint), repo, f"launcher: {f.loc.short()} passes it")
+    # 2. the configuration's workloads table
+    for row in table or []:
+        entry = row.get("entrypoint")
+        matching = [w for w in workloads.values() if w.entrypoint == entry]
+        if not matching and entry in repo.kinds:
+            wl = _new_workload(entry, entry, repo, _closure(entry, repo))
+            workloads[wl.name] = wl
+            matching = [wl]
+        for wl in matching:
+            wl.overrides = dict(row)
+            if row.get("name") and len(matching) == 1:
+                del workloads[wl.name]
+                wl.name = row["name"]
+                workloads[wl.name] = wl
+            cid = row.get("compute")
+            if cid and cid in computes:
+                wl.compute = computes[cid]
+                wl.job_computes = []
+                wl.reasons.append(f"config: workloads table pins compute {cid}")
+    # 3. unambiguous repo-level pairing
+    _pair_accelerate(workloads, repo)
+    ambiguities = _pair_compute(workloads, computes)
+    # serving targets that run no script of the repository (a vLLM image) are workloads of their own
+    claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    for cid, c in computes.items():
+        if cid in claimed or c.role() != "serving" or not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)):
+            continue
+        if not _runs_a_server(c):
+            continue  # a node pool named for inference is capacity, judged as such, not a workload
+        if scope.outside(c.path):
+            continue
+        wl = Workload(name=cid, entrypoint=c.path, compute=c)
+        wl.reasons.append(f"serving: {cid} serves a model with no script of this repository")
+        wl.launchers = [f for f in c.facts if f.kind == "launch"]
+        wl.env = [f for f in c.facts if f.kind == "env"]
+        wl.facts = [f for f in repo.facts.get(c.path, []) if f.target == c.target and f.kind.startswith(("model.", "precision", "serves", "quantized_load"))]
+        workloads[wl.name] = wl
+    for wl in workloads.values():
+        if wl.compute is None and not any("compute: ambiguous" in u for u in wl.unknown):
+            wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
+        if not wl.launchers and wl.code_files:
+            wl.unknown.append("launcher: nothing in the repository starts this script")
+    return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities)
+
+
+def _stray_copies(entries: dict[str, list[_Use]], repo: Repo, pinned: set) -> dict[str, str]:
+    """Entrypoints nothing launches that are byte-identical to one of the same name a launcher starts,
+    each with that launched twin: a script copied into another folder (an older layout, a second image's
+    build context) runs as that job if it runs at all, and reporting it again charges one workload twice."""
+    launched: dict[tuple[str, str], str] = {}
+    for path in sorted(entries):
+        digest = repo.digests.get(path)
+        if entries[path] and digest:
+            launched.setdefault((posixpath.basename(path), digest), path)
+    copies: dict[str, str] = {}
+    for path in sorted(entries):
+        twin = launched.get((posixpath.basename(path), repo.digests.get(path) or ""))
+        if not twin or twin == path or entries[path] or path in pinned:
+            continue
+        # a launcher of the twin that sits in the copy's own folder tree (scripts/run.sh running a relative
+        # finetune.py) may have been linked to the wrong namesake: the copy is not known to be stray then
+        home = posixpath.dirname(path)
+        if any(not home or u.path.startswith(home + "/") for u in entries[twin]):
+            continue
+        copies[path] = twin
+    return copies
+
+
+def _runs_a_server(c: Compute) -> bool:
+    """A serving target that runs something itself: a container or task with a command, a Kubernetes
+    pod object, a SageMaker endpoint (not a node pool or a VM that is merely named for inference)."""
+    if any(f.kind == "launch" for f in c.facts):
+        return True
+    v = c.value("compute.target") or {}
+    resource = str(v.get("resource") or "")
+    if v.get("source") == "kubernetes":
+        return not resource.startswith(("NodePool/", "Provisioner/"))
+    if v.get("source") == "compose":
+        return v.get("role") == "serving"  # a model server's image (vLLM, TGI, Triton ...) runs its own entrypoint
+    return v.get("source") in ("sagemaker", "vertex", "azureml") or "sagemaker_endpoint" in resource
+
+
+def _pair_accelerate(workloads: dict[str, Workload], repo: Repo) -> None:
+    accel = [p for p in sorted(repo.facts) if any(f.kind == "config.accelerate" for f in repo.facts[p])]
+    for wl in workloads.values():
+        uses_accel = any(f.kind == "precision" and f.value.get("mechanism") == "accelerate" for f in wl.facts) or any(
+            (l.value.get("tool") == "accelerate") for l in wl.launchers)
+        if uses_accel and not any(c for c in wl.configs if c in accel):
+            explicit = [l for l in wl.launchers if l.value.get("config_file")]
+            if not explicit and len(accel) == 1:
+                _attach_config(wl, accel[0], repo, f"repo: {accel[0]} is the only accelerate config")
+
+
+def _pair_compute(workloads: dict[str, Workload], computes: dict[str, Compute]) -> list[Ambiguity]:
+    """One GPU compute target left and one training workload without compute: they go together.
+    Among several workloads, the only one a launcher starts is preferred (the others are run by
+    hand, if at all). Anything else is an ambiguity, recorded with its candidates."""
+    claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    templates = _templates_in_use(computes)  # a launch template an ASG starts is that group's compute
+    free = [c for cid, c in computes.items()
+            if cid not in claimed and cid not in templates and _is_standalone(c) and c.role() not in ("serving", "notebook")
+            and (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined))]
+    waiting = [wl for wl in workloads.values() if wl.compute is None and wl.trains]
+    if not free or not waiting:
+        return []
+    launched = [wl for wl in waiting if wl.launchers]
+    if len(free) == 1 and (len(waiting) == 1 or len(launched) == 1):
+        wl = waiting[0] if len(waiting) == 1 else launched[0]
+        wl.compute = free[0]
+        why = "the only training workload without one" if len(waiting) == 1 else \
+            f"the only training workload a launcher starts ({len(waiting) - 1} other(s) are started by nothing in the repository)"
+        wl.reasons.append(f"repo: {free[0].id} is the only GPU compute target and {wl.entrypoint} {why}")
+        return []
+    names = tuple(wl.entrypoint for wl in waiting)
+    for wl in waiting:
+        wl.unknown.append(
+            f"compute: ambiguous: {len(free)} GPU compute targets ({', '.join(c.id for c in free[:4])}) and "
+            f"{len(waiting)} training workloads without one. Pin it in pyproject.toml:\n"
+            f"    [[tool.gpulint.workloads]]\n    entrypoint = \"{wl.entrypoint}\"\n    compute = \"<one of the targets above>\""
+        )
+    return [Ambiguity(c.loc, c.id, names, names) for c in free]
+
+
+def _attach_launcher(wl: Workload, use: _Use, repo: Repo, computes: dict[str, Compute]) -> None:
+    fact = use.fact
+    wl.launchers.append(fact)
+    chain = "".join(f"{v}; " for v in use.via)
+    wl.reasons.append(f"launcher: {chain}{fact.loc.short()} runs {wl.entrypoint}")
+    if use.holder:
+        c = computes[use.holder]
+        if wl.compute is None:
+            wl.compute = c
+            how = "runs the launcher chain" if use.via else "holds the launcher" if fact.target else "(#SBATCH) runs the launcher"
+            wl.reasons.append(f"compute: {c.id} {how}")
+        elif c.id != wl.compute.id and all(c.id != j.id for j in wl.job_computes):
+            wl.job_computes.append(c)
+    # environment set in the launcher's file (or its container / task), and in the outer launchers'
+    for lpath, target in use.env_files + ((use.path, fact.target),):
+        for f in repo.facts.get(lpath, []):
+            if f.kind == "env" and (not f.target or f.target == target) and f not in wl.env:
+                wl.env.append(f)
+    for key in ("config_file", "deepspeed_config"):
+        cfg = fact.value.get(key)
+        if cfg:
+            _attach_config(wl, _resolve_config(cfg, use.path, repo, wl.entrypoint), repo, f"launcher: {fact.loc.short()} passes {key} {cfg}")
+
+
+def _template_ids(c: Compute, computes: dict[str, Compute]) -> list[str]:
+    out = []
+    for f in c.facts:
+        lt = (f.attrs or {}).get("launch_template")
+        if isinstance(lt, str):
+            cid = f"{c.path}#{lt}"
+            if cid not in computes:  # another file of the same module
+                folder = posixpath.dirname(c.path)
+                cid = next((k for k, v in computes.items() if v.target == lt and posixpath.dirname(v.path) == folder), "")
+            if cid:
+                out.append(cid)
+    return out
+
+
+def _templates_in_use(computes: dict[str, Compute]) -> set[str]:
+    return {t for c in computes.values() for t in _template_ids(c, computes)}
+
+
+def _is_standalone(c: Compute) -> bool:
+    """Capacity that runs nothing of its own and so may be paired with a script: Terraform resources,
+    Karpenter NodePools, Azure ML compute clusters. A job, pod, batch script or task runs what its own
+    command says (a benchmark, a container's entrypoint, an environment check), even when gpulint cannot
+    read that command: pairing it with some other script of the repository would be a guess."""
+    if any(f.kind == "launch" for f in c.facts):
+        return False
+    v = c.value("compute.target") or {}
+    source, resource = v.get("source"), str(v.get("resource") or "")
+    if source == "terraform":
+        return True
+    if source == "kubernetes":
+        return resource.startswith(("NodePool/", "Provisioner/"))
+    return source == "azureml" and "compute" in resource.lower()
+
+
+def _attach_config(wl: Workload, path: str | None, repo: Repo, reason: str) -> None:
+    if not path or path in wl.configs:
+        return
+    wl.configs.append(path)
+    wl.reasons.append(f"config: {path} ({reason})")
+    wl.facts += [f for f in repo.facts.get(path, []) if not f.target]
+    # a config that names another (accelerate -> deepspeed json)
+    for f in repo.facts.get(path, []):
+        if f.kind == "config_ref":
+            _attach_config(wl, _resolve_config(f.value.get("path"), path, repo), repo, f"named by {path}")

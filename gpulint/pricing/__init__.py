@@ -1,0 +1,1 @@
+"""Prices: the instance catalogue, the user's imported price overlay, price-list importers and the cost of a finding."""

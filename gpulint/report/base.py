@@ -1,0 +1,97 @@
+"""What every report format shares: the Reporter protocol, its options and helpers.
+
+A reporter is a pure function of a ScanResult: it never reads files, the
+environment or the clock, so the same scan always renders the same bytes
+(CI diffs, caches and tests rely on that).
+"""
+from __future__ import annotations
+
+import math
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from gpulint.core.model import Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpulint.core.result import ScanResult
+
+
+class ReportError(ValueError):
+    """The asked-for format does not exist (the CLI turns it into exit 2)."""
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    show_guidance: bool = False
+    color: bool = False  # the CLI decides (isatty, NO_COLOR); reporters never look
+    quiet: bool = False
+    verbose: bool = False
+
+
+class Reporter:
+    """One output format: ``name`` is the value of ``--format``."""
+
+    name: str = ""
+    description: str = ""
+
+    def render(self, result: "ScanResult", options: ReportOptions) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+# -- helpers shared by the formats ---------------------------------------------
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Path, line, column, code (then message, so ties are still deterministic)."""
+    return sorted(findings, key=lambda f: (f.loc.path, f.loc.line, f.loc.column, f.code, f.message))
+
+
+def usd(value: float | None) -> float | None:
+    """A money figure fit for output: a finite number, or None (unknown, never a guess)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def money(value: float | None) -> str:
+    v = usd(value)
+    return "?" if v is None else f"${v:,.2f}"
+
+
+def cost_suffix(finding: Finding) -> str:
+    """`  (~$10.96/h avoidable)` when the finding names a figure, else ``""``."""
+    v = usd(finding.cost_impact.usd_per_hour)
+    if v is None or v <= 0:
+        return ""
+    return f"  (~{money(v)}/h avoidable)"
+
+
+def one_line(text: str) -> str:
+    """Messages are one line in line-oriented formats (problem matchers read lines)."""
+    return " ".join(str(text).split())
+
+
+def posix(path: str) -> str:
+    p = str(path).replace("\\", "/")
+    while p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def display_path(root: str, path: str) -> str:
+    """The path as a user in the working directory would type it.
+
+    Finding paths are relative to the scanned root; when that root was given
+    relative (``gpulint scan training/``) the root is put in front, so that
+    terminals, editors and GitHub annotations (which resolve paths from the
+    checkout) find the file. An absolute root leaves the path root-relative.
+    """
+    p = posix(path)
+    r = posix(root or ".").rstrip("/")
+    if not r or r == "." or r.startswith("/") or (len(r) > 1 and r[1] == ":") or p.startswith("/"):
+        return p
+    joined = posixpath.normpath(posixpath.join(r, p))
+    return joined

@@ -1,0 +1,81 @@
+"""`gpulint workloads` as text: every workload, every fact with its file:line,
+how it was linked and what is unknown."""
+from __future__ import annotations
+
+from gpulint.core.result import ScanResult
+
+
+def render_workloads(result: ScanResult) -> str:
+    lines: list[str] = []
+    if not result.workloads:
+        lines.append("No workloads found: no Python script or notebook that trains, and no launcher that starts one.")
+    for wl in result.workloads:
+        lines.append(f"workload {wl['name']}")
+        lines.append(f"  entrypoint: {wl['entrypoint']}")
+        res = wl.get("resolved") or {}
+        if res.get("role"):
+            lines.append(f"  role: {res['role']} ({res.get('role_reason')})")
+        if len(wl["code_files"]) > 1:
+            lines.append(f"  code: {', '.join(wl['code_files'])}")
+        for l in wl["launchers"]:
+            v = l["value"]
+            extra = ", ".join(f"{k}={v[k]}" for k in ("nnodes", "nproc_per_node", "mixed_precision") if v.get(k) is not None)
+            lines.append(f"  launcher: {v.get('tool')} at {l['where']}{' (' + extra + ')' if extra else ''}")
+            over = (l.get("attrs") or {}).get("overridable") or {}
+            if over:
+                said = ", ".join(f"{k} from ${name}" for k, name in over.items())
+                lines.append(f"    defaults the caller's environment may override: {said}")
+        for c in wl["configs"]:
+            lines.append(f"  config: {c}")
+        comp = wl.get("compute")
+        if comp:
+            head = comp.get("instance") or comp.get("id")
+            lines.append(f"  compute: {head}" + (f" [{comp.get('id')}]" if comp.get("instance") and comp.get("id") else ""))
+            if comp.get("device"):
+                lines.append(f"    device: {comp['device']} ({comp.get('device_reason')})")
+            if comp.get("assumed"):
+                lines.append(f"    assumed: {comp['assumed']}")
+            for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "capacity", "efa_requested"):
+                if comp.get(key) is not None:
+                    lines.append(f"    {key}: {comp[key]}")
+            if comp.get("usd_per_hour") is not None:
+                lines.append(f"    price: ${comp['usd_per_hour']:.2f}/h for all nodes (${comp.get('unit_usd_per_hour') or 0:.2f}/h each, "
+                             f"{comp.get('capacity') or 'on-demand'}, {comp.get('region')}; as of {comp.get('as_of')}; {comp.get('price_source')})")
+            elif comp.get("why_no_price"):
+                lines.append(f"    price: unknown, {comp['why_no_price']}")
+            for f in comp.get("facts", []):
+                lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
+        for job in wl.get("job_computes") or []:
+            lines.append(f"  also in the job: {job.get('instance') or job.get('id')} [{job.get('id')}]")
+        for key, val in sorted(res.items()):
+            if key not in ("role", "role_reason"):
+                lines.append(f"  {key}: {_short(val)}")
+        if wl["facts"]:
+            lines.append("  facts:")
+            for f in wl["facts"]:
+                lines.append(f"    {f['kind']}: {_short(f['value'])}  ({f['where']})")
+        for e in wl["env"]:
+            name, value = e["value"].get("name"), e["value"].get("value")
+            shown = value if value is not None else "(not a literal value)"
+            lines.append(f"  env: {name}={shown}  ({e['where']})")
+        for r in wl["links"]:
+            lines.append(f"  linked: {r}")
+        for u in wl["unknown"]:
+            lines.append(f"  unknown: {u}")
+        lines.append("")
+    claimed = {(w.get("compute") or {}).get("id") for w in result.workloads} | \
+        {j.get("id") for w in result.workloads for j in w.get("job_computes") or []}
+    others = [c for c in result.computes if c.get("id") not in claimed]
+    if others:
+        lines.append("compute targets no workload runs on:")
+        for c in others:
+            what = c.get("instance") or c.get("instance_written") or "instance unknown"
+            lines.append(f"  {c['id']}: {what}, {c.get('device')} ({c.get('device_reason')})"
+                         + (f"; {c['why_unknown']}" if c.get("why_unknown") and c.get("device") != "cpu" else ""))
+        lines.append("")
+    return "\n".join(lines) + ("\n" if lines and lines[-1] else "")
+
+
+def _short(v, limit: int = 140) -> str:
+    text = v if isinstance(v, str) else repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,1 @@
+"""Running a scan: discovery, the engine, the per-file cache, worker isolation, plugins, suppressions, baselines, fixes."""
