@@ -28,7 +28,7 @@ from hcl2.utils import process_escape_sequences
 from gpulint.core.model import Location
 from gpulint.read.shell.commands import Word, empty_launch
 from gpulint.read.shell.scanner import ShellScanner
-from gpulint.read.terraform.reader import _OPTS, _UNKNOWN, _View, _eval, _name, _pos, _traversal, _unwrap
+from gpulint.read.terraform.hcl import OPTS, UNKNOWN, View, evaluate, node_name, position, traversal, unwrap
 
 __all__ = ["startup_scripts"]
 
@@ -52,10 +52,10 @@ _NESTED = {  # blocks whose attributes hold one
 _METADATA_KEYS = ("startup-script", "user-data")  # GCP instance metadata read at boot
 _PASS_THROUGH = {"base64encode", "base64gzip", "textencodebase64", "chomp", "trimspace", "sensitive", "nonsensitive"}
 _FILE_FUNCS = {"file", "filebase64", "templatefile"}
-_MAX_DEPTH = 6
+MAX_DEPTH = 6
 
 
-def startup_scripts(ctx, target: str, rtype: str, view: _View) -> None:
+def startup_scripts(ctx, target: str, rtype: str, view: View) -> None:
     """Emit the launch/env facts of every boot script of one compute resource."""
     for name in _ATTRS.get(rtype, ()):
         attr = view.attrs.get(name)
@@ -77,34 +77,34 @@ def startup_scripts(ctx, target: str, rtype: str, view: _View) -> None:
 
 
 def _script(ctx, target, node, line, col, attribute, tvars, depth) -> None:
-    node = _unwrap(node)
-    if node is None or depth > _MAX_DEPTH:
+    node = unwrap(node)
+    if node is None or depth > MAX_DEPTH:
         return
     if isinstance(node, FunctionCallRule):
-        fname = "::".join(_name(i) or "" for i in node.identifiers)
+        fname = "::".join(node_name(i) or "" for i in node.identifiers)
         args = node.arguments.arguments if node.arguments else []
         if fname in _PASS_THROUGH and args:
-            _script(ctx, target, args[0], *_pos(args[0], line, col), attribute, tvars, depth + 1)
+            _script(ctx, target, args[0], *position(args[0], line, col), attribute, tvars, depth + 1)
         elif fname in _FILE_FUNCS and args:
-            vars_ = _eval(args[1]) if fname == "templatefile" and len(args) > 1 else None
+            vars_ = evaluate(args[1]) if fname == "templatefile" and len(args) > 1 else None
             _file_launch(ctx, target, args[0], line, col, attribute, fname,
                          vars_ if isinstance(vars_, dict) else None)
         return
     if isinstance(node, HeredocTemplateRule):
-        hline, _ = _pos(node, line, col)
+        hline, _ = position(node, line, col)
         body, indent = _heredoc_body(node)
         if body is not None:
             _feed(ctx, target, body, hline + 1, 1 + indent, indent, attribute, tvars)
         return
     if isinstance(node, StringRule):
-        text = node.serialize(_OPTS)
+        text = node.serialize(OPTS)
         if isinstance(text, str):
-            sline, scol = _pos(node, line, col)
+            sline, scol = position(node, line, col)
             # "#!/bin/bash\ntorchrun ...": lines of the script, one line of the file (HCL
             # quoted strings cannot span lines)
             _feed(ctx, target, process_escape_sequences(text), sline, scol + 1, 0, attribute, tvars, one_line=True)
         return
-    parts = _traversal(node)
+    parts = traversal(node)
     if not parts:
         return
     if len(parts) == 2 and parts[0] == "local" and parts[1] in ctx.local_nodes:
@@ -119,16 +119,16 @@ def _script(ctx, target, node, line, col, attribute, tvars, depth) -> None:
             _rendered(ctx, target, parts[1], data, attribute, depth + 1)
 
 
-def _rendered(ctx, target, dtype: str, view: _View, attribute, depth) -> None:
+def _rendered(ctx, target, dtype: str, view: View, attribute, depth) -> None:
     if dtype == "template_file":
         tv = view.attrs.get("vars")
-        vars_ = _eval(tv.node) if tv is not None else None
+        vars_ = evaluate(tv.node) if tv is not None else None
         vars_ = vars_ if isinstance(vars_, dict) else {}
         tmpl = view.attrs.get("template")
         if tmpl is None:
             return
-        inner = _unwrap(tmpl.node)
-        if isinstance(inner, FunctionCallRule) and [_name(i) for i in inner.identifiers] == ["file"]:
+        inner = unwrap(tmpl.node)
+        if isinstance(inner, FunctionCallRule) and [node_name(i) for i in inner.identifiers] == ["file"]:
             args = inner.arguments.arguments if inner.arguments else []
             if args:
                 _file_launch(ctx, target, args[0], tmpl.line, tmpl.column, attribute, "template_file", vars_)
@@ -136,7 +136,7 @@ def _rendered(ctx, target, dtype: str, view: _View, attribute, depth) -> None:
         _script(ctx, target, tmpl.node, tmpl.line, tmpl.column, attribute, vars_, depth)
     elif dtype == "cloudinit_config":
         for part in view.blocks("part"):
-            ctype = _eval(part.attrs["content_type"].node) if "content_type" in part.attrs else None
+            ctype = evaluate(part.attrs["content_type"].node) if "content_type" in part.attrs else None
             content = part.attrs.get("content")
             if content is None or (isinstance(ctype, str) and ctype not in ("text/x-shellscript", "text/cloud-config")):
                 continue
@@ -211,7 +211,7 @@ def _closing(text: str, i: int) -> int:
 
 
 def _known(expr: str, ctx, tvars: dict) -> str | None:
-    value = _UNKNOWN
+    value = UNKNOWN
     if re.match(r"^[A-Za-z_][\w-]*$", expr) and expr in tvars:
         value = tvars[expr]
     elif re.match(r"^(var|local)\.[A-Za-z_][\w-]*$", expr) and expr in ctx.known:
@@ -265,14 +265,14 @@ def _cloud_config(ctx, target, text, line, attribute) -> None:
 def _file_path(node, ctx) -> tuple[str | None, str]:
     """The path a ``file()`` argument names, relative to the .tf file's folder, and
     what it was relative to as written (``module`` for ``${path.module}``, ``cwd``)."""
-    node = _unwrap(node)
+    node = unwrap(node)
     if not isinstance(node, StringRule):
         return None, ""
     out, anchor = [], "cwd"
     for k, part in enumerate(node.string_parts):
         content = part.content
         if isinstance(content, InterpolationRule):
-            trav = _traversal(content.expression)
+            trav = traversal(content.expression)
             if k == 0 and trav in (["path", "module"], ["path", "root"], ["path", "cwd"]):
                 anchor = trav[1]
                 out.append(".")
@@ -282,7 +282,7 @@ def _file_path(node, ctx) -> tuple[str | None, str]:
                 return None, anchor
             out.append(value)
         else:
-            text = content.serialize(_OPTS)
+            text = content.serialize(OPTS)
             if not isinstance(text, str):
                 return None, anchor
             out.append(process_escape_sequences(text))
