@@ -30,7 +30,7 @@ What is here, by subject:
   ``GPU``/``CPU``/``UNKNOWN`` and the roles ``TRAINING``/``INFERENCE``/``BATCH``;
 * questions of a workload (``gpulint.resolve.questions``): ``trains_on_gpu``,
   ``on_gpu``, ``gpu_evidence``, ``multi_gpu``, ``toy_workload`` ...;
-* cost (``gpulint.pricing.cost``): ``compute_of``, ``avoidable``, ``unpriced``,
+* cost (``gpulint.resolve.cost``): ``compute_of``, ``avoidable``, ``unpriced``,
   ``price_basis``;
 * precision, memory and fit (``gpulint.resolve``): ``flag_value``,
   ``resolve_cli``, the memory estimates and the MEM rules' fit model;
@@ -45,7 +45,7 @@ from gpulint.core.families import looks_like_gpu_instance, pre_tensor_core
 from gpulint.core.model import CostImpact, Fact, Finding, Location, Related, Severity
 from gpulint.hookspecs import hookimpl
 from gpulint.link.workloads import Workload
-from gpulint.pricing.cost import avoidable, compute_of, price_basis, unpriced
+from gpulint.resolve.cost import avoidable, compute_of, price_basis, unpriced
 from gpulint.resolve.memfit import (
     FIT_SHARE_COUNTED, FIT_SHARE_LOWER_BOUND, GB, OPT_WORDS, Profile, cheaper_fit, checkpointing_needed,
     conservative_estimate, fit_inputs, fits, idle_gpus, mem002_confidence, model_parallel_hint, optimistic_per_gpu,
@@ -61,7 +61,7 @@ from gpulint.resolve.questions import (
 from gpulint.resolve.results import BATCH, CPU, GPU, INFERENCE, TRAINING, UNKNOWN, ResolvedCompute
 from gpulint.resolve.scale import LARGE_MODEL_PARAMS
 from gpulint.rule import Example, Expect, Rule
-from gpulint.run import fixes
+from gpulint.core import fixes
 
 __all__ = [
     # writing a rule

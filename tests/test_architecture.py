@@ -9,6 +9,7 @@ ship). A package's ``__init__`` is a dependency only where it is imported by nam
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +36,7 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
 def import_graph() -> dict[str, set[str]]:
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
@@ -114,3 +116,56 @@ def test_no_import_cycle_lazy_and_type_only_included():
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# -- stages: each imports only from the stages before it --------------------------------------
+#: the pipeline's order (docs/architecture.md); a module may import from its own stage or an earlier one
+STAGES = (
+    ("gpulint", "gpulint.hookspecs", "gpulint.core"),
+    ("gpulint.read",),
+    ("gpulint.link",),
+    ("gpulint.pricing",),
+    ("gpulint.resolve",),
+    ("gpulint.rule", "gpulint.rulekit", "gpulint.rules"),
+    ("gpulint.run",),
+    ("gpulint.testing", "gpulint.report"),
+    ("gpulint.lsp",),
+    ("gpulint.cli", "gpulint.__main__"),
+)
+#: the references to a later stage, each with its reason; nothing else may point forward
+LATER_STAGE_ALLOWED = {
+    ("gpulint.core.config", "gpulint.read.yamlnodes"): "a .gpulint.yaml is read with the YAML loader every reader uses",
+    ("gpulint.core.config", "gpulint.pricing.overlay"): "loading a configuration attaches its price overlay",
+    ("gpulint.core.config", "gpulint.run.plugins"): "type-only: rule options are validated against the plugin host",
+    ("gpulint.core.sources", "gpulint.read.python.index"): "lazy: a source builds its line index on first use",
+    ("gpulint.link.workloads", "gpulint.resolve.results"): "type-only: Workload.resolution, set by the resolver",
+    ("gpulint.rule", "gpulint.run.context"): "type-only: the contexts a rule's check methods receive",
+}
+
+
+def _stage(module: str) -> int:
+    best, rank = -1, None
+    for i, prefixes in enumerate(STAGES):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), i
+    assert rank is not None, f"{module} belongs to no stage of STAGES"
+    return rank
+
+
+def test_every_stage_imports_only_from_earlier_stages():
+    forward = sorted((a, b) for a, bs in import_graph().items() for b in bs
+                     if _stage(b) > _stage(a) and (a, b) not in LATER_STAGE_ALLOWED)
+    assert forward == []
+
+
+def test_the_allowed_forward_references_still_exist():
+    graph = import_graph()
+    assert [edge for edge in LATER_STAGE_ALLOWED if edge[1] not in graph.get(edge[0], ())] == []
+
+
+def test_rule_packs_import_only_the_rulekit_facade():
+    graph = import_graph()
+    leaks = sorted((a, b) for a, bs in graph.items() if a.startswith("gpulint.rules")
+                   for b in bs if not b.startswith(("gpulint.rules", "gpulint.rulekit")))
+    assert leaks == []

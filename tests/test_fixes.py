@@ -15,7 +15,7 @@ import yaml
 from conftest import run_cli
 
 from gpulint.cli.main import main
-from gpulint.run.fixes import (
+from gpulint.core.fixes import (
     FixError,
     InsertAfterImports,
     Materializer,
@@ -239,7 +239,7 @@ def test_gloo_is_switched_only_in_cuda_only_code():
     that says it runs on the CPU, was chosen on purpose: no fix is offered for it."""
     from types import SimpleNamespace
 
-    from gpulint.run import fixes
+    from gpulint.core import fixes
     from gpulint.core.model import Fact
 
     gloo = Fact("process_group", {"backend": "gloo", "explicit": True}, Location("t.py", 6, 5, 6, 45))

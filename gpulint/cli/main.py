@@ -437,7 +437,7 @@ def _fixable(scanner, req, result) -> tuple[int, int]:
     """Count the findings whose fix applies to the text as it is now, and drop the
     fix from those where it does not (a value computed at run time, code that moved),
     so no report offers a fix that --fix would refuse."""
-    from gpulint.run.fixes import FixError, Materializer
+    from gpulint.core.fixes import FixError, Materializer
 
     if not any(f.fix is not None for f in result.findings):
         return (0, 0)
@@ -470,7 +470,7 @@ def _run_fixes(args, scanner, req, result):
     or print the diff. Returns the final result (--fix) or the exit code (--diff)."""
     from dataclasses import replace
 
-    from gpulint.run.fixes import plan_fixes, unified_diff
+    from gpulint.core.fixes import plan_fixes, unified_diff
 
     read, kind_of, check, stdin_rel = _fix_io(scanner, req)
     root = Path(scanner.last_root)

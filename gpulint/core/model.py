@@ -116,7 +116,7 @@ class Fix:
     (the program does the same thing, only cheaper: applied by ``--fix``) or
     ``unsafe`` (it may change behaviour or results: applied only with
     ``--unsafe-fixes``), and ``unsafe_because`` says how. ``edits`` are
-    operations of ``gpulint.run.fixes`` anchored on the facts the rule judged; they
+    operations of ``gpulint.core.fixes`` anchored on the facts the rule judged; they
     become text edits against the file's current text only when a fix is
     applied or offered, and a fix whose file would no longer parse is refused.
     """

@@ -217,7 +217,7 @@ class QuickFix:
 
 
 def finding_fix(finding, read, kind_of) -> QuickFix | None:
-    """The finding's fix (``gpulint.run.fixes``) as editor edits against the text the editor has now.
+    """The finding's fix (``gpulint.core.fixes``) as editor edits against the text the editor has now.
 
     `read(path)` gives a file's current text (the unsaved buffer when open),
     `kind_of(path)` its file kind; paths are relative to the scan root. A fix
@@ -226,7 +226,7 @@ def finding_fix(finding, read, kind_of) -> QuickFix | None:
     would apply them: the user picks each one, and the title says it may
     change behaviour.
     """
-    from gpulint.run.fixes import FixError, Materializer, line_col
+    from gpulint.core.fixes import FixError, Materializer, line_col
 
     fix = getattr(finding, "fix", None)
     if fix is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulint.pricing.cost import compute_of
+from gpulint.resolve.cost import compute_of
 from gpulint.resolve.memory import GiB, Estimate, TrainingSetup, estimate_training
 from gpulint.core.model import Fact
 from gpulint.resolve.precision import resolve_cli

@@ -7,7 +7,7 @@ Rule authors import these through :mod:`gpulint.rulekit`.
 """
 from __future__ import annotations
 
-from gpulint.pricing.cost import compute_of
+from gpulint.resolve.cost import compute_of
 from gpulint.core.model import Fact, Related
 from gpulint.resolve.results import CPU, GPU
 from gpulint.link.workloads import Workload

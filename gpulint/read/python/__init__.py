@@ -1,1 +1,1 @@
-"""Python code (scripts, notebooks, libraries): the shared libcst index of a module and the facts read from it."""
+"""Python code (scripts, notebooks, libraries): the shared `ast` index of a module and the facts read from it."""

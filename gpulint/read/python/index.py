@@ -3,7 +3,7 @@
 The index is built from CPython's own syntax tree (``ast``): the parse is done
 in C, about ten times faster than libcst's, and the tree is the one the
 pre-checks of gpulint.core.limits already had to build. libcst's lossless tree is
-only parsed where text is rewritten (autofix, gpulint.run.fixes) or a plugin asks
+only parsed where text is rewritten (autofix, gpulint.core.fixes) or a plugin asks
 for ``Source.tree``.
 
 The index records imports (so ``import torch as t`` resolves ``t.autocast`` to

@@ -784,10 +784,11 @@ def enable_tf32(trains: Fact, tf32_facts: list[Fact]) -> Fix | None:
 
 
 def bf16_capable(wl: Any) -> bool | None:
-    """Does the workload's GPU run bf16 natively (from the catalogue)? None when unknown."""
-    from gpulint.pricing.cost import compute_of
-
-    c = compute_of(wl)
+    """Does the workload's GPU run bf16 natively (from the catalogue)? None when unknown.
+    (``wl`` is a Workload; its resolved compute is read by attribute, so this module needs
+    nothing beyond the model.)"""
+    resolution = getattr(wl, "resolution", None)
+    c = resolution.compute if resolution is not None else None
     return c.bf16_supported if c is not None else None
 
 
