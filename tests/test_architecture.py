@@ -169,3 +169,17 @@ def test_rule_packs_import_only_the_rulekit_facade():
     leaks = sorted((a, b) for a, bs in graph.items() if a.startswith("gpulint.rules")
                    for b in bs if not b.startswith(("gpulint.rules", "gpulint.rulekit")))
     assert leaks == []
+
+
+def test_the_old_model_module_is_a_deprecated_alias():
+    import importlib
+    import sys
+
+    import pytest
+
+    sys.modules.pop("gpulint.model", None)
+    with pytest.warns(DeprecationWarning, match="gpulint.rulekit"):
+        old = importlib.import_module("gpulint.model")
+    from gpulint.core import model
+
+    assert old.Severity is model.Severity and old.Finding is model.Finding
