@@ -224,7 +224,7 @@ def _import(args, host, today: _dt.date) -> int:
     except PriceImportError as exc:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    data = merge(existing, result.record(args.file.name, today), result.prices, result.commitments, today)
+    data = merge(existing, result.record(args.file.name, today), result.prices, result.commitments, today, result.sagemaker)
     if not target.parent.is_dir():
         print(f"gpulint: {target.parent}: no such directory", file=sys.stderr)
         return EXIT_ERROR
@@ -233,11 +233,15 @@ def _import(args, host, today: _dt.date) -> int:
     except (OverlayError, OSError) as exc:
         print(f"gpulint: cannot write {target}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"wrote {target}: {len(result.prices)} {result.provider} price(s) and {len(result.commitments)} commitment price(s) "
-          f"for {result.region}, as of {result.as_of} ({result.as_of_basis}), from {args.file.name} ({result.format}).")
+    counted = (f"{len(result.sagemaker)} SageMaker price(s) ({len({r['instance'] for r in result.sagemaker})} ml.* instance(s))"
+               if result.sagemaker else
+               f"{len(result.prices)} {result.provider} price(s) and {len(result.commitments)} commitment price(s)")
+    print(f"wrote {target}: {counted} for {result.region}, as of {result.as_of} ({result.as_of_basis}), "
+          f"from {args.file.name} ({result.format}).")
     if result.missing:
         shown = ", ".join(result.missing[:8]) + (" ..." if len(result.missing) > 8 else "")
-        what = "commitment rates" if result.format == "aws-savings-plans" else "prices"
+        what = {"aws-savings-plans": "commitment rates",
+                "aws-sagemaker-price-list": "pricing (the EC2 price of the same hardware, a lower bound)"}.get(result.format, "prices")
         print(f"{len(result.missing)} {result.provider} catalogue instance(s) are not in the file and keep their current {what}: {shown}")
     for line in result.skipped:
         print(f"skipped {line}")

@@ -28,12 +28,16 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable, Mapping
 
-__all__ = ["Catalogue", "CatalogueError", "Commitment", "GpuModel", "Instance", "Price", "PriceAge", "HOURS_PER_MONTH",
-           "MAX_AGE_DAYS", "price_date"]
+__all__ = ["Catalogue", "CatalogueError", "Commitment", "GpuModel", "Instance", "Price", "PriceAge", "SageMakerPrice",
+           "HOURS_PER_MONTH", "MAX_AGE_DAYS", "SAGEMAKER_USES", "price_date"]
 
 HOURS_PER_MONTH = 730.0  # the month the providers' own calculators use (GCP, AWS: 730 h)
 MAX_AGE_DAYS = 180  # `gpulint catalogue` warns when the prices in use are older than this
 TERMS = ("1yr", "3yr")
+#: what a SageMaker ml.* instance is billed for -> the ``Component`` of the AmazonSageMaker price list. SageMaker
+#: lists one hourly price per instance and component; training and hosting differ, and both differ from EC2.
+SAGEMAKER_USES = {"training": "Training", "hosting": "Hosting", "notebook": "Notebook", "processing": "Processing",
+                  "transform": "Transform"}
 
 _DATA = "data"
 _YAML_NAME = "instances.yaml"
@@ -105,6 +109,17 @@ class Price:
     as_of: str | None
     source: str
     note: str = ""
+
+
+@dataclass(frozen=True)
+class SageMakerPrice:
+    """SageMaker's own on-demand list price of an ``ml.*`` instance for one use (``SAGEMAKER_USES``)."""
+    instance: str  # "ml.p4d.24xlarge"
+    use: str  # "training" | "hosting" | "notebook" | "processing" | "transform"
+    usd_per_hour: float
+    region: str
+    as_of: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -366,8 +381,14 @@ class Catalogue:
 
     def __init__(self, instances: Iterable[Instance], gpu_models: Mapping[str, GpuModel],
                  pricing: Mapping | None = None, models: Iterable[Mapping] = (), commitments: Iterable[Mapping] = (),
-                 overlay_source: str | None = None):
+                 overlay_source: str | None = None, sagemaker: Iterable[Mapping] = ()):
         self._instances: tuple[Instance, ...] = tuple(instances)
+        # (ml.* name, use) -> SageMakerPrice; later rows (overlay after bundled) win
+        self._sagemaker: dict[tuple[str, str], SageMakerPrice] = {}
+        for raw in sagemaker:
+            row = SageMakerPrice(raw["instance"].strip().lower(), raw["use"], float(raw["usd_per_hour"]), raw["region"],
+                                 raw["as_of"], raw["source"])
+            self._sagemaker[(row.instance, row.use)] = row
         self._gpus = dict(gpu_models)  # catalogue gpu_model value -> GpuModel
         self._pricing = _check_pricing(pricing)
         self.models: tuple[Mapping, ...] = tuple(models)  # known-model additions for gpulint.resolve.modelsize
@@ -399,8 +420,10 @@ class Catalogue:
         for raw in data["instances"]:
             inst = _instance(raw, defaults)
             entries[(inst.provider, inst.name)] = inst
+        sagemaker: list[Mapping] = list(data.get("sagemaker_prices") or ())
         if overlay:
             _apply_overlay(entries, commitments, overlay)
+            sagemaker.extend(overlay.get("sagemaker", ()))
         for i, addition in enumerate(additions or ()):
             _validate_addition(i, addition)
             for raw in addition.get("gpu_models", ()):
@@ -413,7 +436,7 @@ class Catalogue:
             models.extend(addition.get("models", ()))
             commitments.extend(_commitment(raw) for raw in addition.get("commitments", ()))
         return cls(entries.values(), gpus, pricing, models, commitments,
-                   overlay_source=(overlay or {}).get("path") if overlay else None)
+                   overlay_source=(overlay or {}).get("path") if overlay else None, sagemaker=sagemaker)
 
     # -- lookup ------------------------------------------------------------------
 
@@ -529,6 +552,34 @@ class Catalogue:
                 usd = round(usd * (1 - discount / 100), 6)
                 notes.insert(0, f"negotiated discount {discount:g}% from config")
         return Price(usd, capacity, region, instance.as_of, source, "; ".join(notes))
+
+    def sagemaker_price(self, name: str, use: str) -> Price | None:
+        """SageMaker's own on-demand price of the ``ml.*`` instance ``name`` for ``use`` (a key of SAGEMAKER_USES),
+        under the pricing settings, or None when neither the bundled table, an imported AmazonSageMaker price list
+        nor ``[tool.gpulint.pricing] prices`` (keyed by the ml.* name) has one."""
+        low = name.strip().lower() if isinstance(name, str) else ""
+        override = next((usd for key, usd in self._pricing.get("prices", {}).items() if key.strip().lower() == low), None)
+        if override is not None:
+            return Price(float(override), "on-demand", None, "configuration", "[tool.gpulint] pricing.prices", "from config")
+        row = self._sagemaker.get((low, use))
+        if row is None:
+            return None
+        notes = [f"SageMaker {SAGEMAKER_USES.get(use, use)} list price (not the EC2 price of the same hardware)"]
+        usd = row.usd_per_hour
+        wanted = self._pricing.get("region")
+        if isinstance(wanted, Mapping):
+            wanted = wanted.get("aws")
+        if wanted and not _same_region(wanted, row.region):
+            notes.append(f"price for {row.region}; the configured region {wanted} is not in the table and its price may differ")
+        discount = self._pricing.get("discount_pct")
+        if discount:
+            usd = round(usd * (1 - discount / 100), 6)
+            notes.insert(0, f"negotiated discount {discount:g}% from config")
+        return Price(usd, "on-demand", row.region, row.as_of, row.source, "; ".join(notes))
+
+    def sagemaker_prices(self) -> tuple[SageMakerPrice, ...]:
+        """Every SageMaker price in use (bundled, then imported), by instance and use."""
+        return tuple(v for _, v in sorted(self._sagemaker.items()))
 
     def usd_per_pflop_hour(self, instance: Instance) -> float | None:
         """Price per hour over aggregate dense 16-bit tensor peak in PFLOPS (training-facts §9); lower is

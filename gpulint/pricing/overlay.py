@@ -81,9 +81,10 @@ def empty_overlay() -> dict:
 
 
 def merge(existing: Mapping | None, imported: Mapping, prices: Iterable[Mapping], commitments: Iterable[Mapping],
-          today: _dt.date) -> dict:
+          today: _dt.date, sagemaker: Iterable[Mapping] = ()) -> dict:
     """``existing`` updated by one import: a new price row replaces the row of the same provider and instance,
-    a new commitment row the one of the same provider, instance, term and plan; every other row is kept."""
+    a new commitment row the one of the same provider, instance, term and plan, a new SageMaker row the one of the
+    same ml.* instance and use; every other row is kept."""
     out = empty_overlay()
     base = dict(existing or {})
     new_prices = list(prices)
@@ -96,6 +97,11 @@ def merge(existing: Mapping | None, imported: Mapping, prices: Iterable[Mapping]
 
     creplaced = {ckey(r) for r in new_commits}
     out["commitments"] = [r for r in base.get("commitments", []) if ckey(r) not in creplaced] + new_commits
+    new_sm = list(sagemaker)
+    sm_replaced = {(r["instance"], r["use"]) for r in new_sm}
+    kept_sm = [r for r in base.get("sagemaker", []) if (r["instance"], r["use"]) not in sm_replaced] + new_sm
+    if kept_sm:  # absent, not empty, in overlays that never imported a SageMaker list (older readers accept them)
+        out["sagemaker"] = sorted(kept_sm, key=lambda r: (r["instance"], r["use"]))
     out["imports"] = list(base.get("imports", [])) + [dict(imported)]
     out["prices"].sort(key=lambda r: (r["provider"], r["instance"]))
     out["commitments"].sort(key=lambda r: (r["provider"], r.get("instance") or "", r["term"], r["plan"]))

@@ -17,7 +17,10 @@ Two families of files are read, both as CSV with the standard library:
   pre-installed software, CapacityStatus Used, MarketOption OnDemand) and standard
   Reserved Instance rows give 1-/3-year commitment prices. ``OfferCode``
   AmazonComputeSavingsPlan (``.../savingsPlan/v1.0/aws/AWSComputeSavingsPlan/current/<region>/index.csv``):
-  EC2 Instance Savings Plans rates become commitment prices.
+  EC2 Instance Savings Plans rates become commitment prices. ``OfferCode`` AmazonSageMaker
+  (``.../offers/v1.0/aws/AmazonSageMaker/current/<region>/index.csv``): the on-demand hourly rows of product
+  family "ML Instance" become SageMaker's own prices of each ``ml.*`` instance per component (Training, Hosting,
+  Notebook, Processing, Transform); SageMaker lists these above the EC2 price of the same hardware.
 
 Only instances the catalogue knows are imported (their GPU facts come from it).
 Nothing here touches the network.
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from gpulint.pricing.catalogue import Catalogue, Instance, price_date
+from gpulint.pricing.catalogue import SAGEMAKER_USES, Catalogue, Instance, price_date
 
 __all__ = ["FORMATS", "ImportResult", "PriceImportError", "import_price_file"]
 
@@ -48,7 +51,7 @@ class PriceImportError(ValueError):
 
 @dataclass
 class ImportResult:
-    format: str  # "skypilot-vms" | "aws-price-list" | "aws-savings-plans"
+    format: str  # "skypilot-vms" | "aws-price-list" | "aws-savings-plans" | "aws-sagemaker-price-list"
     provider: str
     region: str | None
     as_of: str  # YYYY-MM-DD
@@ -56,6 +59,7 @@ class ImportResult:
     sha256: str
     prices: list[dict] = field(default_factory=list)
     commitments: list[dict] = field(default_factory=list)
+    sagemaker: list[dict] = field(default_factory=list)  # SageMaker's own prices: {instance: "ml.*", use, usd_per_hour, ...}
     skipped: list[str] = field(default_factory=list)  # one line per reason, with counts
     missing: list[str] = field(default_factory=list)  # catalogue instances of the provider the file does not price
 
@@ -63,7 +67,7 @@ class ImportResult:
         """The overlay's ``imports`` entry for this import."""
         return {"file": file, "imported": imported.isoformat(), "format": self.format, "provider": self.provider, "region": self.region, "as_of": self.as_of,
                 "as_of_basis": self.as_of_basis, "sha256": self.sha256, "prices": len(self.prices),
-                "commitments": len(self.commitments)}
+                "commitments": len(self.commitments), **({"sagemaker": len(self.sagemaker)} if self.sagemaker else {})}
 
 
 # --------------------------------------------------------------------------- entry point
@@ -101,7 +105,12 @@ def import_price_file(path: Path, catalogue: Catalogue, *, fmt: str = "auto", pr
     except OSError as exc:
         raise PriceImportError(f"{path}: cannot read: {exc}") from None
     known = {r["instance"] for r in result.prices} | {r["instance"] for r in result.commitments}
-    result.missing = sorted(i.name for i in catalogue.instances() if i.provider == result.provider and i.name not in known)
+    if result.sagemaker:
+        known = {r["instance"] for r in result.sagemaker}
+        result.missing = sorted(i.sagemaker_name for i in catalogue.instances()
+                                if i.provider == "aws" and i.sagemaker_name and i.sagemaker_name not in known)
+    else:
+        result.missing = sorted(i.name for i in catalogue.instances() if i.provider == result.provider and i.name not in known)
     return result
 
 
@@ -303,8 +312,10 @@ def _aws_price_list(path: Path, fh: TextIO, catalogue: Catalogue, region: str | 
         return _aws_ec2(path, reader, header, aws, catalogue, region, regions, date, basis, digest, meta)
     if offer in ("AmazonComputeSavingsPlan", "AWSComputeSavingsPlan", "ComputeSavingsPlans"):
         return _aws_savings_plans(path, reader, header, aws, catalogue, region, regions, date, basis, digest, meta)
-    raise PriceImportError(f"{path}: OfferCode {offer or '(none)'}: only AmazonEC2 price lists and AmazonComputeSavingsPlan "
-                       "rate files are read")
+    if offer == "AmazonSageMaker":
+        return _aws_sagemaker(path, reader, header, aws, catalogue, region, regions, date, basis, digest, meta)
+    raise PriceImportError(f"{path}: OfferCode {offer or '(none)'}: only AmazonEC2 and AmazonSageMaker price lists and "
+                       "AmazonComputeSavingsPlan rate files are read")
 
 
 def _aws_region(row: dict) -> str:
@@ -428,3 +439,64 @@ def _aws_savings_plans(path, reader, header, aws, catalogue, region, regions, da
                            + (f" (the file has {', '.join(sorted(regions_seen)[:6])}; pass --region)" if regions_seen else ""))
     return result
 
+
+
+_COMPONENT_USE = {v.lower(): k for k, v in SAGEMAKER_USES.items()}
+
+
+def _sagemaker_name(row: dict) -> tuple[str, str]:
+    """(ml.* name, component) of a SageMaker price-list row. The CSV names the instance in ``Instance Name`` and the
+    component in ``Component``; older lists spell both in ``Instance Type`` ("ml.p4d.24xlarge-Training")."""
+    name = (row.get("Instance Name") or "").strip()
+    component = (row.get("Component") or "").strip()
+    itype = (row.get("Instance Type") or "").strip()
+    if not name and itype.startswith("ml."):
+        name, _, suffix = itype.partition("-")
+        component = component or suffix
+    return name.lower(), component
+
+
+def _aws_sagemaker(path, reader, header, aws, catalogue, region, regions, date, basis, digest, meta) -> ImportResult:
+    need = {"TermType", "PricePerUnit", "Unit"}
+    if not need <= set(header) or not ({"Instance Name", "Instance Type"} & set(header)):
+        missing = sorted(need - set(header)) + ([] if {"Instance Name", "Instance Type"} & set(header) else ["Instance Name"])
+        raise PriceImportError(f"{path}: missing SageMaker price-list column(s) {', '.join(missing)}")
+    twins = {i.sagemaker_name.lower(): i for i in aws.values() if i.sagemaker_name}
+    twins.update({f"ml.{n}": i for n, i in aws.items() if f"ml.{n}" not in twins})
+    skipped: dict[str, int] = defaultdict(int)
+    found: dict[tuple[str, str, str], float] = {}
+    regions_seen: set[str] = set()
+    for row in reader:
+        if row.get("Product Family", "ML Instance") != "ML Instance" or row.get("TermType") != "OnDemand":
+            continue  # storage, serverless, labelling; Savings Plans terms
+        if row.get("Location Type", "AWS Region") != "AWS Region" or row.get("Currency", "USD") != "USD":
+            continue  # Outposts, Local Zones
+        name, component = _sagemaker_name(row)
+        use = _COMPONENT_USE.get(component.lower())
+        if name not in twins:
+            continue  # a CPU size, or one the catalogue has no GPU facts for
+        if use is None:
+            skipped[f"component {component or '(none)'}"] += 1
+            continue
+        if row.get("Unit") not in ("Hrs", "Hours", "hours"):
+            continue
+        price = _float(row.get("PricePerUnit"))
+        if not price:
+            skipped["unreadable or zero PricePerUnit"] += 1
+            continue
+        reg = _aws_region(row)
+        regions_seen.add(reg)
+        found[(name, use, reg)] = price
+    target = _pick_region("aws", region, regions, regions_seen, catalogue)
+    src = (f"AWS price list {path.name} (OfferCode AmazonSageMaker, Version {meta.get('Version', '?')}, sha256 {digest[:12]}), "
+           f"{target}, ML Instance on-demand rows")
+    result = ImportResult("aws-sagemaker-price-list", "aws", target, date, basis, digest)
+    for (name, use, reg), usd in sorted(found.items()):
+        if reg == target:
+            result.sagemaker.append({"instance": name, "use": use, "region": target, "usd_per_hour": round(usd, 6),
+                                     "as_of": date, "source": src})
+    result.skipped = _counted(skipped)
+    if not result.sagemaker:
+        raise PriceImportError(f"{path}: no on-demand ML Instance row for a GPU instance of the catalogue in {target}"
+                           + (f" (the file has {', '.join(sorted(regions_seen)[:6])}; pass --region)" if regions_seen else ""))
+    return result

@@ -224,16 +224,20 @@ class Resolver:
         if inst is None:
             return rc.with_(price=None)
         cap = "spot" if rc.capacity == "spot" else "on-demand"
-        p = self.catalogue.price(inst, cap)
+        written = rc.instance_written or ""
+        sagemaker = written.lower().startswith("ml.")
+        use = _SAGEMAKER_USE.get(rc.target_role or "")
+        # SageMaker bills its own price per use; managed spot training has no list price, so spot stays the EC2 twin's
+        own = self.catalogue.sagemaker_price(written, use) if sagemaker and use and cap == "on-demand" else None
+        p = own or self.catalogue.price(inst, cap)
         n = rc.nodes or 1
         source = p.source + (f"; {p.note}" if p.note else "")
         if rc.capacity == "reserved":
             source += ("; reserved capacity (a capacity block or reservation) is priced at the on-demand list rate: the "
                        "reservation's own rate is not in the repository, and it is billed whether or not nodes run")
-        written = rc.instance_written or ""
-        if written.lower().startswith("ml."):
-            source += ("; this is the EC2 list price of the SageMaker instance's twin: SageMaker lists higher "
-                       "(about +15-40% by a third-party table, unverified), so the figure is a lower bound")
+        if sagemaker and own is None:
+            source += ("; this is the EC2 list price of the SageMaker instance's twin: SageMaker lists higher, so the figure "
+                       "is a lower bound (`gpulint catalogue import` of the AmazonSageMaker price list prices it exactly)")
         why = None if p.usd_per_hour else f"the catalogue has no {cap} price for {inst.name}"
         price = Price(p.usd_per_hour, round(p.usd_per_hour * n, 4) if p.usd_per_hour else None, cap, n, p.region, p.as_of,
                       source, why)
@@ -382,6 +386,10 @@ class Resolver:
 #: flags that name the model of a model server (vLLM, TGI, SGLang, LMDeploy, TensorRT-LLM serve ...)
 _MODEL_FLAGS = ("--model", "--model-id", "--model_id", "--model-path", "--model_path", "--model-name", "--served-model-name")
 _SERVE_VERBS = ("serve",)
+
+
+#: the role of a compute target -> the SageMaker use it is billed as (gpulint.pricing.catalogue.SAGEMAKER_USES)
+_SAGEMAKER_USE = {"training": "training", "serving": "hosting", "notebook": "notebook"}
 
 
 def _served_model(wl: Workload) -> tuple[str, Fact] | None:
