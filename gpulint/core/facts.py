@@ -253,6 +253,9 @@ register("compute.node_count", "compute", _TF(OPT_INT), "Nodes (instances, repli
 register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscaling group, node group or pool.", targeted=True)
 register("compute.gpus_per_node", "compute", _TF(OPT_INT), "GPUs requested per node (a pod's nvidia.com/gpu, --gres=gpu:N).",
          targeted=True)
+register("compute.time_limit", "compute", _t("number"),
+         "Hours one run of the job may last, as its launcher states it (Slurm --time; a limit of UNLIMITED is no fact).",
+         targeted=True)
 register("compute.efa", "compute", _TF(OPT_INT), "EFA interfaces or vpc.amazonaws.com/efa resources requested (0 = explicitly none).",
          targeted=True)
 register("compute.checkpoint", "compute", _obj(s3_uri=OPT_STR, local_path=OPT_STR, max_wait=_or(OPT_INT, STR), max_run=_or(OPT_INT, STR),

@@ -17,6 +17,15 @@ class WorkloadSpend:
     usd_per_hour_avoidable: float  # combined estimate of this workload's findings
     findings: int
     capacity: str | None = None  # the capacity the price is for: "spot" | "on-demand"
+    run_hours: float | None = None  # one run's time limit as the launcher states it (Slurm --time, SageMaker max_run)
+
+    def period(self, hours_per_month: float) -> tuple[float, str]:
+        """The hours a period figure covers and its label: one run at the launcher's limit when the repository
+        states one (capped at a month), else a month of ``hours_per_month`` hours of running."""
+        if self.run_hours:
+            hours = min(self.run_hours, hours_per_month)
+            return hours, f"per run ({hours:g} h)"
+        return hours_per_month, "per month"
 
 
 @dataclass
@@ -109,8 +118,8 @@ class ScanResult:
             else:
                 avoidable = sum(f.cost_impact.usd_per_hour for f in fs)
             compute = wl.get("compute") or {}
-            out.append(WorkloadSpend(name, compute.get("instance"), price, round(avoidable, 2), len(fs),
-                                     compute.get("price_capacity")))
+            out.append(WorkloadSpend(name, compute.get("instance") or _gpus(compute), price, round(avoidable, 2), len(fs),
+                                     compute.get("price_capacity"), compute.get("run_hours")))
         return out
 
     def avoidable_total(self) -> float:
@@ -141,3 +150,9 @@ class ScanResult:
         if self.cost_gate is not None:
             out["cost_gate"] = self.cost_gate.to_json()
         return out
+
+
+def _gpus(compute: dict) -> str | None:
+    """What a job priced per GPU-hour runs on, for a summary's instance column ("8x A100-SXM4-40GB")."""
+    rate = compute.get("priced_per_gpu_hour")
+    return f"{rate['gpus_per_node']}x {rate['gpu_model']}" if rate else None

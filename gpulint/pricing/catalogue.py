@@ -348,6 +348,7 @@ _ACCEL_ALIASES: dict[str, tuple[str, ...]] = {
     "A100-80GB": ("A100-SXM4-80GB", "A100-PCIE-80GB"),
     "H100": ("H100-SXM5-80GB",),
     "H100-80GB": ("H100-SXM5-80GB",),
+    "H100-80GB-HBM3": ("H100-SXM5-80GB",),  # the SXM part's device name (nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3)
     "H100-MEGA": ("H100-SXM5-80GB",),
     "H100-MEGA-80GB": ("H100-SXM5-80GB",),
     "H100-NVL": ("H100-NVL-94GB",),

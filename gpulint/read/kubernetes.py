@@ -179,7 +179,9 @@ def launches_from_argv(argv: list) -> list[tuple[int | None, ScriptStep, bool]]:
 # --------------------------------------------------------------------------- labels and resources
 
 _INSTANCE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-_ACCEL_KEYS = ("cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator")
+# GKE's accelerator labels, and the GPU product label NVIDIA GPU Feature Discovery puts on every GPU node (the
+# device's name with dashes: "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "Tesla-T4")
+_ACCEL_KEYS = ("cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator", "nvidia.com/gpu.product")
 _GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 _ACCEL_RESOURCES = _GPU_RESOURCES + ("google.com/tpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore",
                                      "aws.amazon.com/neurondevice", "habana.ai/gaudi", "vpc.amazonaws.com/efa")

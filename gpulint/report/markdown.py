@@ -96,10 +96,14 @@ def _spend_table(result: "ScanResult", hours: int) -> list[str]:
     names = sorted({f.workload for f in result.findings if f.workload} | set(spend))
     if not names:
         return []
-    unpriced = [n for n in names if not (((meta.get(n) or {}).get("compute") or {}).get("instance") or n in spend)]
+    def priced_or_named(n: str) -> bool:
+        c = (meta.get(n) or {}).get("compute") or {}
+        return bool(c.get("instance") or c.get("usd_per_hour") or n in spend)
+
+    unpriced = [n for n in names if not priced_or_named(n)]
     names = [n for n in names if n not in unpriced]
     note = ([f"{_plural(len(unpriced), 'workload')} with findings {'has' if len(unpriced) == 1 else 'have'} no known instance, "
-             "so no price: `gpulint workloads` says what is missing.", ""] if unpriced else [])
+             "so no price: `gpulint workloads` names, under `to_price:`, the one fact that would price each.", ""] if unpriced else [])
     if not names:
         return ["### Estimated avoidable spend", ""] + note
     rows = []
@@ -108,16 +112,24 @@ def _spend_table(result: "ScanResult", hours: int) -> list[str]:
         s = spend.get(name)
         price = usd(c.get("usd_per_hour"))
         avoid = s.usd_per_hour_avoidable if s else None
-        rows.append((code(name), esc(c.get("instance") or "unknown"), esc(c.get("capacity") or ("on-demand" if c.get("instance") else "?")),
-                     money(price) if price is not None else "?", money(avoid) if avoid else "–", monthly(avoid, hours) if avoid else "–"))
+        what = c.get("instance") or (s.instance if s else None)
+        if avoid and s.run_hours:
+            covered, label = s.period(hours)
+            period = f"{monthly(avoid, covered)} {label}"
+        else:
+            period = monthly(avoid, hours) if avoid else "–"
+        rows.append((code(name), esc(what or "unknown"), esc(c.get("capacity") or ("on-demand" if what else "?")),
+                     money(price) if price is not None else "?", money(avoid) if avoid else "–", period))
     out = ["### Estimated avoidable spend", "",
-           "| Workload | Instance | Capacity | Price/h | Avoidable/h | Avoidable/month |",
+           "| Workload | Instance | Capacity | Price/h | Avoidable/h | Avoidable/month" + (" or per run" if any(s.run_hours for s in spend.values()) else "") + " |",
            "|---|---|---|---:|---:|---:|"]
     out += [f"| {' | '.join(r)} |" for r in rows]
     total = result.avoidable_total()
+    per_run = any(s.run_hours for s in spend.values())
     if len(rows) > 1 and total:
-        out.append(f"| **total** | | | | **{money(total)}** | **{monthly(total, hours)}** |")
-    out += ["", f"Estimates, not measurements: a month is {hours:g} hours of the workload running; scale by the hours it really runs. "
+        out.append(f"| **total** | | | | **{money(total)}** | {'' if per_run else '**' + monthly(total, hours) + '**'} |")
+    out += ["", f"Estimates, not measurements: a month is {hours:g} hours of the workload running; scale by the hours it really runs"
+                + (" (a job whose launcher states its time limit shows one run at that limit)" if per_run else "") + ". "
                 "Prices are list prices from gpulint's dated catalogue (or your `[tool.gpulint.pricing]`); each finding's "
                 "cost basis names the instance, region and date of its price. Several findings on one workload are combined, "
                 "not added up.", ""] + note

@@ -40,7 +40,8 @@ PRICE_NOTE = (
     "instance catalogue (or your [tool.gpulint] overrides), on-demand unless the workload runs on "
     "spot, where the catalogue's observed spot midpoint is used; each finding's cost basis names "
     "the instance, capacity, region and date of its price (--show-guidance). The monthly column "
-    "assumes the workload runs every hour of the month; scale it by the hours it really runs."
+    "assumes the workload runs every hour of the month; scale it by the hours it really runs. "
+    "A job whose launcher states its time limit (Slurm --time, SageMaker max_run) shows one run at that limit instead."
 )
 
 
@@ -162,15 +163,23 @@ def spend_table(result: "ScanResult", paint: _Paint | None = None) -> list[str]:
     if not rows:
         return []
     hours = result.hours_per_month
-    header = ("workload", "instance", "price/h", "avoidable/h", f"per month ({hours:g} h)")
+    per_run = any(s.run_hours for s in rows)
+    header = ("workload", "instance", "price/h", "avoidable/h", f"per month ({hours:g} h)" + (" or per run" if per_run else ""))
+
+    def period(s) -> str:
+        covered, label = s.period(hours)
+        figure = _per_month(s.usd_per_hour_avoidable, covered)
+        return f"{figure} {label}" if s.run_hours else figure
+
     table = [header] + [
         (s.workload, (s.instance or "unknown") + (f" ({s.capacity})" if s.capacity == "spot" else ""),
-         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable), _per_month(s.usd_per_hour_avoidable, hours))
+         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable), period(s))
         for s in rows
     ]
     total = round(sum(s.usd_per_hour_avoidable for s in rows), 2)
     if len(rows) > 1:
-        table.append(("total", "", "", money(total), _per_month(total, hours)))
+        # runs and months do not add up: the total's period figure is shown only when every row is a month
+        table.append(("total", "", "", money(total), "" if per_run else _per_month(total, hours)))
     widths = [max(len(r[i]) for r in table) for i in range(5)]
 
     def fmt(row: tuple[str, ...]) -> str:

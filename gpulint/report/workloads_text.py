@@ -48,7 +48,9 @@ def render_workloads(result: ScanResult) -> str:
         for job in wl.get("job_computes") or []:
             lines.append(f"  also in the job: {job.get('instance') or job.get('id')} [{job.get('id')}]")
         for key, val in sorted(res.items()):
-            if key not in ("role", "role_reason"):
+            if key == "to_price":  # advice to act on: never cut short
+                lines.append(f"  {key}: {val}")
+            elif key not in ("role", "role_reason"):
                 lines.append(f"  {key}: {_short(val)}")
         if wl["facts"]:
             lines.append("  facts:")

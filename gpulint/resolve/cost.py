@@ -19,7 +19,10 @@ def price_basis(target: Workload | ResolvedCompute) -> str:
         return "no price is known"
     p = c.price
     count = f"{p.nodes} x " if p.nodes > 1 else ""
-    return (f"{count}{c.instance_name} at ${p.unit_usd_per_hour:.2f}/h {p.capacity} "
+    what = c.instance_name
+    if what is None and c.gpu_hour is not None:  # priced per GPU-hour: the GPUs a node holds, not a machine
+        what = f"{c.gpus_per_node}x {c.gpu_hour.gpu_model}" if p.nodes <= 1 else f"({c.gpus_per_node}x {c.gpu_hour.gpu_model})"
+    return (f"{count}{what} at ${p.unit_usd_per_hour:.2f}/h {p.capacity} "
             f"({p.region}, price as of {p.as_of}; {p.source})")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import replace
 from typing import Any
 
 from gpulint.resolve import modelsize
@@ -21,7 +22,7 @@ from gpulint.core.model import Fact, Location
 from gpulint.resolve.precision import precision_view, resolve_cli
 from gpulint.read.kubernetes import as_int
 from gpulint.resolve.results import (
-    BATCH, INFERENCE, TRAINING, CheckpointInfo, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
+    BATCH, INFERENCE, TRAINING, CheckpointInfo, GpuHourRate, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
     WorkloadResolution,
 )
 from gpulint.resolve.scale import tutorial_size, unsized_spend
@@ -82,7 +83,7 @@ class Resolver:
         # catalogue instance: the cheapest AWS/GCP/Azure match would be a price this job never pays
         infra = str(((target.attrs or {}).get("infra") if target is not None else None) or "").split("/")[0].strip().lower()
         off_catalogue = source == "skypilot" and bool(infra) and provider is None
-        if inst is None and accel and not names and not off_catalogue:
+        if inst is None and accel and not names and not off_catalogue and source != "slurm":
             # a GKE node selector names the accelerator, the pod's nvidia.com/gpu request its count: an instance with fewer
             # GPUs than the pod requests never schedules it
             count = accel.get("count") if isinstance(accel.get("count"), int) else self._int(compute, "compute.gpus_per_node")
@@ -92,6 +93,13 @@ class Resolver:
                 inst = priced[0]
                 picker = "as SkyPilot's optimizer picks" if source == "skypilot" else "an assumption: the repository names no machine type"
                 assumed = f"{accel.get('type')}:{count} resolved to the cheapest matching catalogue instance, {picker}"
+        gpu_hour = None
+        if inst is None and accel and not names and not off_catalogue and (source == "slurm" or (source == "kubernetes" and not assumed)):
+            # A Slurm job holds the GPUs its gres names on nodes the repository does not describe, and a pod whose GPU
+            # count no catalogue machine matches shares a node: both are priced per GPU-hour of the named model
+            gpu_hour = self._gpu_hour_rate(str(accel.get("type") or ""), provider)
+            if gpu_hour is not None:
+                assumed = None
         capacity, capacity_fact, fallback = self._capacity(parts)
         nodes = self._int(compute, "compute.node_count")
         if nodes is None and source in ("skypilot", "sagemaker"):
@@ -115,6 +123,9 @@ class Resolver:
                 why = unresolved[0]
             elif accel and off_catalogue:
                 why = f"SkyPilot runs it on {infra!r}, which has no catalogue instance or price"
+            elif gpu_hour is not None:
+                why = (f"no machine type is named; the job is priced per GPU-hour of {gpu_hour.gpu_model} "
+                       f"(the lowest per-GPU rate in the catalogue, {gpu_hour.from_instance})")
             elif accel:
                 count = accel.get("count") if accel.get("count") is not None else gpn
                 why = (f"accelerator {accel.get('type')!r}" + (f" x{count}" if count is not None else "")
@@ -130,10 +141,36 @@ class Resolver:
             gpus_per_node=gpn or (inst.gpu_count if inst is not None else None), nodes=nodes,
             min_nodes=self._int(compute, "compute.min_nodes"), capacity=capacity,
             capacity_loc=capacity_fact.loc if capacity_fact is not None else None, on_demand_fallback=fallback,
-            efa_requested=efa, efa_loc=efa_fact.loc if efa_fact is not None else None, why_unknown=why,
+            efa_requested=efa, efa_loc=efa_fact.loc if efa_fact is not None else None, gpu_hour=gpu_hour, why_unknown=why,
+            **self._run_hours(parts),
             unknown_instances=tuple(unknown) if inst is None else (), facts=tuple(compute.all_facts),
         )
         return self.priced(rc)
+
+    def _run_hours(self, parts: list[Compute]) -> dict:
+        """How long one run may last: a Slurm --time, or a SageMaker job's max_run (seconds; 24 h by default, which
+        is not stated in the repository and so not used)."""
+        for part in parts:
+            for f in part.facts:
+                if f.kind == "compute.time_limit" and isinstance(f.value, (int, float)) and f.value > 0:
+                    return {"run_hours": float(f.value), "run_hours_loc": f.loc}
+                if f.kind == "compute.checkpoint" and isinstance(f.value, dict):
+                    seconds = as_int(f.value.get("max_run"))
+                    if seconds and seconds > 0:
+                        return {"run_hours": round(seconds / 3600, 4), "run_hours_loc": f.loc}
+        return {}
+
+    def _gpu_hour_rate(self, accel_type: str, provider: str | None) -> GpuHourRate | None:
+        """The catalogue instance with the lowest on-demand price per GPU among those carrying ``accel_type``."""
+        cat = self.catalogue
+        best: tuple[float, Instance] | None = None
+        for cand in cat.by_accelerator(accel_type, None, provider):
+            usd = cat.price(cand).usd_per_hour
+            if usd and cand.gpu_count and (best is None or usd / cand.gpu_count < best[0]):
+                best = (usd / cand.gpu_count, cand)
+        if best is None:
+            return None
+        return GpuHourRate(best[1].gpu_model, best[1].name, best[1].gpu_count)
 
     def _architecture(self, inst: Instance | None) -> str | None:
         gpu = self.catalogue.gpu(inst)
@@ -222,7 +259,7 @@ class Resolver:
         """``rc`` with the price of its nodes on its capacity (the capacity it is priced at is named)."""
         inst = rc.instance
         if inst is None:
-            return rc.with_(price=None)
+            return rc.with_(price=self._gpu_hour_price(rc))
         cap = "spot" if rc.capacity == "spot" else "on-demand"
         written = rc.instance_written or ""
         sagemaker = written.lower().startswith("ml.")
@@ -242,6 +279,24 @@ class Resolver:
         price = Price(p.usd_per_hour, round(p.usd_per_hour * n, 4) if p.usd_per_hour else None, cap, n, p.region, p.as_of,
                       source, why)
         return rc.with_(price=price)
+
+    def _gpu_hour_price(self, rc: ResolvedCompute) -> Price | None:
+        """A GPU-model-only job's price: its GPUs per node times the rate's per-GPU price, on its capacity."""
+        rate = rc.gpu_hour
+        if rate is None or not rc.gpus_per_node:
+            return None
+        src = next((i for i in self.catalogue.instances() if i.name == rate.from_instance), None)
+        cap = "spot" if rc.capacity == "spot" else "on-demand"
+        p = self.catalogue.price(src, cap) if src is not None else None
+        if p is None or not p.usd_per_hour:
+            return Price(None, None, cap, rc.nodes or 1, None, None, "", f"the catalogue has no {cap} price for {rate.from_instance}")
+        per_gpu = p.usd_per_hour / rate.from_gpus
+        unit = round(per_gpu * rc.gpus_per_node, 4)
+        n = rc.nodes or 1
+        source = (f"{rate.from_instance} ${p.usd_per_hour:.2f}/h over its {rate.from_gpus} GPUs, the lowest per-GPU {cap} rate "
+                  f"for {rate.gpu_model} in the catalogue; an assumption: the repository names the GPU, not the machine, "
+                  f"and the job pays only for the GPUs it holds; {p.source}" + (f"; {p.note}" if p.note else ""))
+        return Price(unit, round(unit * n, 4), cap, n, p.region, p.as_of, source)
 
     # -- workloads ---------------------------------------------------------------------------
     def workload(self, wl: Workload, all_computes: dict[str, Compute]) -> WorkloadResolution:
@@ -278,13 +333,15 @@ class Resolver:
                                  precision=precision, checkpoint=CheckpointInfo(tuple(wl.of("checkpoint.save")), tuple(wl.of("checkpoint.resume"))),
                                  launch_nodes=launch_nodes, tutorial=tutorial_size(wl, model), gpus_hidden=_gpus_hidden(wl),
                                  unsized=unsized_spend(wl, model, rc, launch_nodes))
+        if not res.gpus_hidden and (rc is None or (rc.device != CPU and not rc.usd_per_hour)):
+            res = replace(res, to_price=_to_price(wl, rc))
         if res.gpus_hidden:
             wl.reasons.append(f"device: every launcher runs it with no usable GPU ({res.gpus_hidden}): GPU checks do not apply")
         if rc is not None and rc.device == CPU:
             wl.reasons.append(f"device: {rc.id} is CPU compute ({rc.device_reason}): GPU checks do not apply")
         elif rc is not None:
             if rc.instance is None:
-                wl.unknown.append(f"instance: {rc.why_no_price}")
+                wl.unknown.append(f"instance: {rc.why_unknown or rc.why_no_price}")
             if rc.capacity is None:
                 wl.unknown.append("capacity: spot or on-demand is not stated; on-demand assumed for prices")
             if rc.nodes is None:
@@ -386,6 +443,26 @@ class Resolver:
 #: flags that name the model of a model server (vLLM, TGI, SGLang, LMDeploy, TensorRT-LLM serve ...)
 _MODEL_FLAGS = ("--model", "--model-id", "--model_id", "--model-path", "--model_path", "--model-name", "--served-model-name")
 _SERVE_VERBS = ("serve",)
+
+
+def _to_price(wl: Workload, rc: ResolvedCompute | None) -> str:
+    """The one fact that would price an unpriced workload, and where to declare it."""
+    pin = f'a [[tool.gpulint.workloads]] entry with entrypoint = "{wl.entrypoint}" and instance = "<machine type>"'
+    if rc is None:
+        return (f"the machine it runs on: nothing in the repository names one; declare it in {pin} "
+                "(and nodes = N, capacity = \"spot\" where they apply)")
+    if rc.instance is not None:
+        return (f"a price for {rc.instance.name}: [tool.gpulint.pricing] prices = {{ \"{rc.instance.name}\" = <USD per hour> }}, "
+                "or `gpulint catalogue import` of a price list that has it")
+    if rc.unknown_instances:
+        name = rc.unknown_instances[0].name
+        return (f"catalogue facts for {name!r}: a [[tool.gpulint.instances]] entry (provider, name, gpu_model, gpu_count, "
+                f"gpu_memory_gib, on_demand_usd_per_hour), or {pin} with a catalogue instance of the same hardware")
+    accel = rc.accelerator or {}
+    if rc.source == "slurm" and rc.gpus_per_node and not accel:
+        return (f"the GPU model: --gres=gpu:<model>:{rc.gpus_per_node} (a100, h100, l4 ...) prices it per GPU-hour; "
+                f"or the machine type, {pin}")
+    return f"the machine type of {rc.id}: {pin}"
 
 
 #: the role of a compute target -> the SageMaker use it is billed as (gpulint.pricing.catalogue.SAGEMAKER_USES)

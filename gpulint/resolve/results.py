@@ -73,6 +73,16 @@ class Price:
 
 
 @dataclass(frozen=True)
+class GpuHourRate:
+    """How a job that names only its GPU model is priced: per GPU-hour, at the lowest per-GPU rate among the
+    catalogue instances with that GPU (``from_instance``'s hourly price over its ``from_gpus`` GPUs)."""
+
+    gpu_model: str  # the catalogue's model name ("A100-SXM4-40GB")
+    from_instance: str  # the catalogue instance the rate comes from
+    from_gpus: int
+
+
+@dataclass(frozen=True)
 class ResolvedCompute:
     """One compute target, resolved against the catalogue and the module's variables."""
 
@@ -103,7 +113,10 @@ class ResolvedCompute:
     efa_requested: int | None = None
     efa_loc: Location | None = None
     price: Price | None = None
-    why_unknown: str | None = None  # why there is no instance (and so no price)
+    gpu_hour: GpuHourRate | None = None  # set when the job is priced per GPU-hour (no instance, a named GPU model)
+    run_hours: float | None = None  # how long one run may last, as the launcher states it (Slurm --time, SageMaker max_run)
+    run_hours_loc: Location | None = None
+    why_unknown: str | None = None  # why there is no instance (and so no price, unless priced per GPU-hour)
     unknown_instances: tuple[UnknownInstance, ...] = ()
     facts: tuple[Fact, ...] = ()  # every fact of the target and of the templates it starts
 
@@ -195,6 +208,12 @@ class ResolvedCompute:
             "why_unknown": self.why_unknown,
             "unknown_instance_types": [{"name": u.name, "where": u.loc.short()} for u in self.unknown_instances],
         }
+        if self.run_hours is not None:
+            out["run_hours"] = self.run_hours
+            out["run_hours_fact"] = _where(self.run_hours_loc)
+        if self.gpu_hour is not None:
+            out["priced_per_gpu_hour"] = {"gpu_model": self.gpu_hour.gpu_model, "gpus_per_node": self.gpus_per_node,
+                                          "from_instance": self.gpu_hour.from_instance, "from_gpus": self.gpu_hour.from_gpus}
         p = self.price
         if p is not None:
             out.update({"unit_usd_per_hour": p.unit_usd_per_hour, "usd_per_hour": p.usd_per_hour,
@@ -263,6 +282,7 @@ class WorkloadResolution:
     tutorial: str | None = None  # what makes it tutorial-sized (gpulint.resolve.scale): MNIST, a 1.2M-parameter model ...
     gpus_hidden: str | None = None  # every launcher runs it with no usable GPU (CUDA_VISIBLE_DEVICES= at Makefile:6, a CPU-only torch image)
     unsized: str | None = None  # why nothing sizes its GPU time (gpulint.resolve.scale): no named instance or GPU, unknown model size, one GPU
+    to_price: str | None = None  # for an unpriced GPU workload, the one fact that would price it and how to declare it
 
     @property
     def device(self) -> str:
@@ -279,4 +299,6 @@ class WorkloadResolution:
             out["gpus_hidden"] = self.gpus_hidden
         if self.unsized is not None:
             out["spend_unsized"] = self.unsized
+        if self.to_price is not None:
+            out["to_price"] = self.to_price
         return out

@@ -17,7 +17,7 @@ from gpulint.core.model import Fact, Location
 from gpulint.read.shell.commands import Word, parse_words
 from gpulint.read.errors import ReadError
 from gpulint.read.shell.lexer import ASSIGN_HEAD, Lexer, Tok, lit_text, split_words
-from gpulint.read.shell.slurm import gpu_count, gres_gpus
+from gpulint.read.shell.slurm import gpu_count, gres_gpus, slurm_hours
 
 __all__ = ["read_shell", "ShellScanner", "UNKNOWN", "inline_launches", "launch_provenance", "parse_command"]
 
@@ -735,6 +735,10 @@ def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
                                       target="slurm"))
                 if name == "--gpus-per-node" and count is not None:
                     seeds["SLURM_GPUS_PER_NODE"] = str(count)
+            elif name in ("--time", "-t"):
+                hours = slurm_hours(val)
+                if hours is not None:
+                    facts.append(Fact("compute.time_limit", hours, loc, key=name, target="slurm"))
             elif name in ("--partition", "-p"):
                 partition = val or None
             elif name == "--ntasks-per-node" and val.isdigit():
