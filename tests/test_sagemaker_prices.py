@@ -166,6 +166,12 @@ def test_cli_import_then_a_sagemaker_training_job_is_priced_at_sagemakers_own_ra
     after = _compute(project)
     assert (after["unit_usd_per_hour"], after["usd_per_hour"], after["as_of"]) == (30.0, 60.0, "2026-11-25")
     assert "SageMaker Training list price" in after["price_source"] and "lower bound" not in after["price_source"]
+    listing = run_cli("catalogue", "--format", "json", "--provider", "aws", "--today", "2026-12-01", cwd=project)
+    p4d = next(r for r in json.loads(listing.stdout)["instances"] if r["instance"] == "p4d.24xlarge")
+    assert p4d["sagemaker"]["name"] == "ml.p4d.24xlarge"
+    assert {u: v["usd_per_hour"] for u, v in p4d["sagemaker"]["prices"].items()} == {"training": 30.0, "hosting": 31.5}
+    text = run_cli("catalogue", "--provider", "aws", "--today", "2026-12-01", cwd=project).stdout
+    assert "SageMaker: 3 of " in text and "priced at their EC2 twin, a lower bound" in text
 
 
 def test_managed_spot_training_keeps_the_ec2_twin_spot_figure_as_a_lower_bound(tmp_path):

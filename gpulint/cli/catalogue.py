@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from gpulint import __version__
-from gpulint.pricing.catalogue import TERMS, Catalogue, CatalogueError, Instance, price_date
+from gpulint.pricing.catalogue import SAGEMAKER_USES, TERMS, Catalogue, CatalogueError, Instance, price_date
 from gpulint.core.config import Config, ConfigError, load_config
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -102,8 +102,21 @@ def _rows(cat: Catalogue, provider: str | None) -> list[dict]:
                      "as_of": spot.as_of, "source": spot.source, "note": spot.note},
             "commitments": commits,
             "committed": cat.committed(inst),
+            "sagemaker": _sagemaker(cat, inst),
         })
     return rows
+
+
+def _sagemaker(cat: Catalogue, inst: Instance) -> dict | None:
+    """SageMaker's own prices of the instance's ml.* twin, per use; None for instances SageMaker does not offer."""
+    if not inst.sagemaker_name:
+        return None
+    prices = {}
+    for use in SAGEMAKER_USES:
+        p = cat.sagemaker_price(inst.sagemaker_name, use)
+        if p is not None:
+            prices[use] = {"usd_per_hour": p.usd_per_hour, "region": p.region, "as_of": p.as_of, "source": p.source}
+    return {"name": inst.sagemaker_name, "prices": prices}
 
 
 def _warnings(cat: Catalogue, provider: str | None, today: _dt.date, cfg: Config) -> list[str]:
@@ -188,6 +201,12 @@ def _render_text(rows: list[dict], ages: list[dict], cat: Catalogue, today: _dt.
         else:
             parts.append(f"{a['provider']} undated")
     lines.append(f"{len(rows)} instances; on-demand prices as of: {'; '.join(parts) or 'none'} (today {today.isoformat()}).")
+    sm = [r for r in rows if r.get("sagemaker")]
+    priced = sum(1 for r in sm if r["sagemaker"]["prices"])
+    if sm:
+        lines.append(f"SageMaker: {priced} of {len(sm)} ml.* instances have SageMaker's own prices" +
+                     ("" if priced == len(sm) else "; the others are priced at their EC2 twin, a lower bound "
+                      "(`gpulint catalogue import` of an AmazonSageMaker price list adds them)") + ".")
     lines.append(f"Overlay: {cat.overlay_source}" if cat.overlay_source else
                  "Overlay: none (bundled prices; `gpulint catalogue import FILE` writes one).")
     return "\n".join(lines) + "\n"
