@@ -148,3 +148,58 @@ def test_summary_shows_one_run_at_the_stated_time_limit_not_a_month(tmp_path):
     no_limit = project(tmp_path / "b", {"train.py": LOOP, "job.sbatch": sbatch("gpu:a100:4", time=None)})
     text = run_cli("scan", ".", "--exit-zero", cwd=no_limit, env={"GPULINT_CACHE_DIR": str(no_limit / ".cache")}).stdout
     assert "per run" not in text and "per month (730 h)" in text
+
+
+CRONJOB = '''apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly-sft
+spec:
+  schedule: "{schedule}"
+  suspend: {suspend}
+  jobTemplate:
+    spec:
+      activeDeadlineSeconds: 7200
+      template:
+        spec:
+          nodeSelector:
+            nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB
+          containers:
+          - name: trainer
+            image: ghcr.io/acme/trainer:1.0
+            command: ["torchrun", "--nproc_per_node", "8", "train.py"]
+            resources:
+              limits:
+                nvidia.com/gpu: 8
+          restartPolicy: Never
+'''
+
+
+@pytest.mark.parametrize("schedule, runs", [
+    ("0 2 * * *", 30.42), ("@weekly", 4.33), ("0 3 1 * *", 1.0), ("*/30 * * * *", 1460.0), ("0 9-17 * * 1-5", 195.75),
+    ("0 0 1,15 * 1", 6.0), ("CRON_TZ=Europe/Paris 0 2 * * *", 30.42), ("0 0 31 2 *", None), ("@reboot", None),
+    ("61 * * * *", None), ("0 0 * *", None),
+])
+def test_cron_schedules_become_runs_per_month(schedule, runs):
+    from gpulint.read.cron import runs_per_month
+    assert runs_per_month(schedule) == runs
+
+
+def test_a_scheduled_job_with_a_deadline_is_a_month_of_its_runs(tmp_path):
+    root = project(tmp_path, {"train.py": LOOP, "k8s/cron.yaml": CRONJOB.format(schedule="0 2 * * *", suspend="false")})
+    (wl,) = workloads(root)
+    c = wl["compute"]
+    assert (c["run_hours"], c["runs_per_month"]) == (2.0, 30.42)
+    assert c["run_hours_fact"].startswith("k8s/cron.yaml:") and c["runs_per_month_fact"] == "k8s/cron.yaml:6"
+    text = run_cli("scan", ".", "--exit-zero", cwd=root, env={"GPULINT_CACHE_DIR": str(root / ".cache")}).stdout
+    assert "per month (30.42 runs x 2 h)" in text, text
+
+
+def test_a_suspended_cronjob_runs_never_and_a_plain_job_once(tmp_path):
+    root = project(tmp_path / "a", {"train.py": LOOP, "k8s/cron.yaml": CRONJOB.format(schedule="0 2 * * *", suspend="true")})
+    (wl,) = workloads(root)
+    assert "runs_per_month" not in wl["compute"] and wl["compute"]["run_hours"] == 2.0
+    job = POD.format(product="NVIDIA-A100-SXM4-80GB", gpus=8).replace("spec:\n  template:", "spec:\n  activeDeadlineSeconds: 5400\n  template:")
+    root = project(tmp_path / "b", {"train.py": LOOP, "k8s/job.yaml": job})
+    (wl,) = workloads(root)
+    assert wl["compute"]["run_hours"] == 1.5 and "runs_per_month" not in wl["compute"]

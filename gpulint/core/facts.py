@@ -254,7 +254,10 @@ register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscal
 register("compute.gpus_per_node", "compute", _TF(OPT_INT), "GPUs requested per node (a pod's nvidia.com/gpu, --gres=gpu:N).",
          targeted=True)
 register("compute.time_limit", "compute", _t("number"),
-         "Hours one run of the job may last, as its launcher states it (Slurm --time; a limit of UNLIMITED is no fact).",
+         "Hours one run of the job may last, as its launcher states it (Slurm --time, a Kubernetes Job's "
+         "activeDeadlineSeconds; a limit of UNLIMITED is no fact).", targeted=True)
+register("compute.runs_per_month", "compute", _t("number"),
+         "How often a scheduled job runs, on average per month (a Kubernetes CronJob's schedule; a suspended one has none).",
          targeted=True)
 register("compute.efa", "compute", _TF(OPT_INT), "EFA interfaces or vpc.amazonaws.com/efa resources requested (0 = explicitly none).",
          targeted=True)

@@ -18,10 +18,19 @@ class WorkloadSpend:
     findings: int
     capacity: str | None = None  # the capacity the price is for: "spot" | "on-demand"
     run_hours: float | None = None  # one run's time limit as the launcher states it (Slurm --time, SageMaker max_run)
+    runs_per_month: float | None = None  # how often a scheduled job runs (a CronJob's schedule)
+
+    @property
+    def sized_period(self) -> bool:
+        """Whether the launcher sizes the period figure (a run's limit), not the always-on month."""
+        return bool(self.run_hours)
 
     def period(self, hours_per_month: float) -> tuple[float, str]:
-        """The hours a period figure covers and its label: one run at the launcher's limit when the repository
-        states one (capped at a month), else a month of ``hours_per_month`` hours of running."""
+        """The hours a period figure covers and its label: with a run's time limit and a schedule, a month of
+        runs; with the limit alone, one run (both capped at a month); else a month of ``hours_per_month`` hours."""
+        if self.run_hours and self.runs_per_month:
+            hours = min(self.run_hours * self.runs_per_month, hours_per_month)
+            return hours, f"per month ({self.runs_per_month:g} runs x {self.run_hours:g} h)"
         if self.run_hours:
             hours = min(self.run_hours, hours_per_month)
             return hours, f"per run ({hours:g} h)"
@@ -119,7 +128,7 @@ class ScanResult:
                 avoidable = sum(f.cost_impact.usd_per_hour for f in fs)
             compute = wl.get("compute") or {}
             out.append(WorkloadSpend(name, compute.get("instance") or _gpus(compute), price, round(avoidable, 2), len(fs),
-                                     compute.get("price_capacity"), compute.get("run_hours")))
+                                     compute.get("price_capacity"), compute.get("run_hours"), compute.get("runs_per_month")))
         return out
 
     def avoidable_total(self) -> float:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpulint.core.model import Fact, Location
+from gpulint.read.cron import runs_per_month
 from gpulint.read.yamlnodes import Doc
 
 # --------------------------------------------------------------------------- shared helpers
@@ -242,6 +243,8 @@ class _Workload:
     launch_target: str | None = None  # MPIJob Launcher: its mpirun runs on the Workers
     compute: bool = True
     entrypoint: tuple | None = None   # RayJob entrypoint string path
+    limit_at: tuple | None = None     # a Job's activeDeadlineSeconds: how long one run may last
+    schedule_at: tuple | None = None  # a CronJob's schedule: how often it runs
 
 
 _TRAINING = "training"
@@ -328,6 +331,15 @@ def _unique(target: str, used: set) -> str:
     return out
 
 
+def _deadline(doc: Doc, job_spec: tuple) -> tuple | None:
+    """Where a Job's run-time limit is written: the Job's activeDeadlineSeconds, else its pod template's."""
+    for at in (job_spec + ("activeDeadlineSeconds",), job_spec + ("template", "spec", "activeDeadlineSeconds")):
+        v = as_int(doc.get(at))
+        if v is not None and v > 0:
+            return at
+    return None
+
+
 def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_Workload]:
     spec = base + ("spec",)
     res = f"{kind}/{name}"
@@ -344,9 +356,13 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
         one(spec, None, None)
     elif kind == "Job":
         one(spec + ("template", "spec"), _TRAINING, spec + ("parallelism",))
+        out[-1].limit_at = _deadline(doc, spec)
     elif kind == "CronJob":
         jspec = spec + ("jobTemplate", "spec")
         one(jspec + ("template", "spec"), _TRAINING, jspec + ("parallelism",))
+        out[-1].limit_at = _deadline(doc, jspec)
+        if doc.get(spec + ("suspend",)) is not True and isinstance(doc.get(spec + ("schedule",)), str):
+            out[-1].schedule_at = spec + ("schedule",)
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         one(spec + ("template", "spec"), None, spec + ("replicas",))
     elif kind == "JobSet":
@@ -707,6 +723,12 @@ def _pod_compute(sink: FactSink, wl: _Workload, gpu_reqs, accel_reqs, selections
         sink.add("compute.node_count", wl.nodes, wl.nodes_at or wl.anchor, target)
     if wl.min_at is not None:
         sink.add("compute.min_nodes", wl.min_nodes, wl.min_at, target)
+    if wl.limit_at is not None:
+        sink.add("compute.time_limit", round(as_int(sink.doc.get(wl.limit_at)) / 3600, 4), wl.limit_at, target)
+    if wl.schedule_at is not None:
+        runs = runs_per_month(sink.doc.get(wl.schedule_at))
+        if runs is not None:
+            sink.add("compute.runs_per_month", runs, wl.schedule_at, target)
     if gpu_reqs:
         amounts = [as_int(v) for _, _, v in gpu_reqs]
         total = None if any(a is None for a in amounts) else sum(amounts)

@@ -148,8 +148,19 @@ class Resolver:
         return self.priced(rc)
 
     def _run_hours(self, parts: list[Compute]) -> dict:
-        """How long one run may last: a Slurm --time, or a SageMaker job's max_run (seconds; 24 h by default, which
-        is not stated in the repository and so not used)."""
+        """How long one run may last (a Slurm --time, a Job's activeDeadlineSeconds, a SageMaker job's max_run in
+        seconds, whose 24 h default is not stated in the repository and so not used), and how often it runs."""
+        out: dict = {}
+        for part in parts:
+            for f in part.facts:
+                if f.kind == "compute.runs_per_month" and isinstance(f.value, (int, float)) and f.value > 0:
+                    out = {"runs_per_month": float(f.value), "runs_loc": f.loc}
+                    break
+            if out:
+                break
+        return {**out, **self._run_limit(parts)}
+
+    def _run_limit(self, parts: list[Compute]) -> dict:
         for part in parts:
             for f in part.facts:
                 if f.kind == "compute.time_limit" and isinstance(f.value, (int, float)) and f.value > 0:

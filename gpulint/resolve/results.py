@@ -116,6 +116,8 @@ class ResolvedCompute:
     gpu_hour: GpuHourRate | None = None  # set when the job is priced per GPU-hour (no instance, a named GPU model)
     run_hours: float | None = None  # how long one run may last, as the launcher states it (Slurm --time, SageMaker max_run)
     run_hours_loc: Location | None = None
+    runs_per_month: float | None = None  # how often a scheduled job runs (a CronJob's schedule)
+    runs_loc: Location | None = None
     why_unknown: str | None = None  # why there is no instance (and so no price, unless priced per GPU-hour)
     unknown_instances: tuple[UnknownInstance, ...] = ()
     facts: tuple[Fact, ...] = ()  # every fact of the target and of the templates it starts
@@ -211,6 +213,9 @@ class ResolvedCompute:
         if self.run_hours is not None:
             out["run_hours"] = self.run_hours
             out["run_hours_fact"] = _where(self.run_hours_loc)
+        if self.runs_per_month is not None:
+            out["runs_per_month"] = self.runs_per_month
+            out["runs_per_month_fact"] = _where(self.runs_loc)
         if self.gpu_hour is not None:
             out["priced_per_gpu_hour"] = {"gpu_model": self.gpu_hour.gpu_model, "gpus_per_node": self.gpus_per_node,
                                           "from_instance": self.gpu_hour.from_instance, "from_gpus": self.gpu_hour.from_gpus}
