@@ -142,7 +142,7 @@ def test_summary_shows_one_run_at_the_stated_time_limit_not_a_month(tmp_path):
     text = run_cli("scan", ".", "--exit-zero", cwd=root, env=env).stdout
     row = next(line for line in text.splitlines() if line.strip().startswith("train.py "))
     assert "2x (4x A100-SXM4-40GB)" not in row and "4x A100-SXM4-40GB" in row and "per run (48 h)" in row, text
-    assert "or per run" in text and "shows one run at that limit" in text
+    assert "or per run" in text and "shows one run at that limit" in " ".join(text.split())
     md = run_cli("scan", ".", "--exit-zero", "--format", "markdown", cwd=root, env=env).stdout
     assert "per run (48 h)" in md and "Avoidable/month or per run" in md
     no_limit = project(tmp_path / "b", {"train.py": LOOP, "job.sbatch": sbatch("gpu:a100:4", time=None)})
@@ -203,3 +203,14 @@ def test_a_suspended_cronjob_runs_never_and_a_plain_job_once(tmp_path):
     root = project(tmp_path / "b", {"train.py": LOOP, "k8s/job.yaml": job})
     (wl,) = workloads(root)
     assert wl["compute"]["run_hours"] == 1.5 and "runs_per_month" not in wl["compute"]
+
+
+def test_the_nightly_cronjob_fixture_prices_a_month_of_its_runs():
+    from conftest import FIXTURES
+    proc = run_cli("scan", FIXTURES / "cost-nightly-cronjob", "--format", "json", "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    found = sorted((f["code"], f["path"].split("cost-nightly-cronjob/")[-1], f["line"]) for f in json.loads(proc.stdout)["findings"])
+    assert found == [("AMP001", "refresh/train.py", 32), ("AMP005", "refresh/train.py", 32),
+                     ("MEM002", "k8s/nightly-refresh.yaml", 5)]
+    text = run_cli("scan", FIXTURES / "cost-nightly-cronjob", "--no-cache").stdout
+    assert "per month (30.42 runs x 4 h)" in text and "a month of its runs when a schedule says" in " ".join(text.split())

@@ -41,7 +41,8 @@ PRICE_NOTE = (
     "spot, where the catalogue's observed spot midpoint is used; each finding's cost basis names "
     "the instance, capacity, region and date of its price (--show-guidance). The monthly column "
     "assumes the workload runs every hour of the month; scale it by the hours it really runs. "
-    "A job whose launcher states its time limit (Slurm --time, SageMaker max_run) shows one run at that limit instead."
+    "A job whose launcher states its time limit (Slurm --time, SageMaker max_run, a Job's activeDeadlineSeconds) shows one "
+    "run at that limit instead, or a month of its runs when a schedule says how often it runs."
 )
 
 
