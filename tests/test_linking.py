@@ -20,6 +20,7 @@ from gpulint.testing import scan_tree, write_tree
 from gpulint.link.workloads import Compute, Repo, link, looks_like_gpu_instance
 from conftest import assert_amp_or_tutorial
 from gpulint.testing import scan_files
+from samples import FP32_TRAIN, IMAGE, MAIN_LOOP, P4D_TORCHRUN, PYTORCHJOB_IMAGENET, SM_RESNET_LOOP, TRIAL
 
 TRAIN = """\
 import torch
@@ -435,14 +436,8 @@ def test_package_import_from_repo_root_is_a_code_file(tmp_path):
     assert wls["train.py"].code_files == ["train.py", "pkg/data.py"]
 
 
-P4D_TORCHRUN = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
-
-
 ENGINE = ("import torch\n\n\ndef train_one_epoch(model, loader, opt):\n    for x in loader:\n"
           "        model(x.cuda()).sum().backward()\n        opt.step()\n")
-
-
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
 
 
 DATABRICKS = '''\
@@ -543,16 +538,6 @@ if __name__ == "__main__":
 """
 
 
-# -- SageMaker Python SDK v1 argument names ---------------------------------------------------------------
-SM_RESNET_LOOP = """\
-import torch, torchvision
-model = torchvision.models.resnet50().cuda()
-for x, y in loader:
-    loss_fn(model(x.cuda()), y.cuda()).backward()
-    opt.step()
-"""
-
-
 # -- a scheduler's job script named .slrm/.sub/.job is read by its shebang -----------------------------------
 SLURM_JOB = """\
 #!/bin/bash
@@ -560,31 +545,6 @@ SLURM_JOB = """\
 #SBATCH --gpus-per-node=8
 #SBATCH --partition=gpu
 srun python train.py
-"""
-
-
-# -- Determined experiment configs launch trials on slots (GPUs) ------------------------------------------
-TRIAL = """\
-import torch
-import torchvision
-from determined.pytorch import DataLoader, PyTorchTrial, PyTorchTrialContext
-
-
-class ImageNetTrial(PyTorchTrial):
-    def __init__(self, context: PyTorchTrialContext):
-        self.context = context
-        self.model = self.context.wrap_model(torchvision.models.resnet50())
-        self.opt = self.context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.1))
-AMP
-    def build_training_data_loader(self):
-        return DataLoader(self.train_set, batch_size=self.context.get_per_slot_batch_size(), num_workers=8)
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        images, labels = batch
-        loss = torch.nn.functional.cross_entropy(self.model(images), labels)
-        self.context.backward(loss)
-        self.context.step_optimizer(self.opt)
-        return {"loss": loss}
 """
 
 
@@ -599,44 +559,6 @@ searcher:
     epochs: 90
 entrypoint: ENTRY
 RESOURCES
-"""
-
-
-# -- round 14: a job runs a bare script name that the Dockerfile beside one copy builds into its image -------
-PYTORCHJOB_IMAGENET = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: imagenet
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: <your_image>
-              resources:
-                limits:
-                  nvidia.com/gpu: 1
-              command: [python, -m, torch.distributed.run, imagenet.py, --arch=resnet50, DATA]
-"""
-
-
-IMAGE = "FROM pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\nWORKDIR /workspace\nCOPY COPIED .\nENTRYPOINT [\"python\"]\n"
-
-
-# -- a byte-identical copy of a launched script is that job, not a workload of its own -------------------
-FP32_TRAIN = """\
-import torch
-from transformers import AutoModelForCausalLM
-
-model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf").cuda()
-opt = torch.optim.AdamW(model.parameters())
-for batch in loader:
-    model(**batch).loss.backward()
-    opt.step()
 """
 
 

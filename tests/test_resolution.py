@@ -18,36 +18,14 @@ from gpulint.testing import scan_files
 from gpulint.testing import scan_tree
 from gpulint.testing import write_tree
 from helpers import SEVERITY_AT, codes, findings
+from samples import (DEPLOY, EKS_GROUP, FLAG_TRAIN, GPU_JOB, HPA, MAIN_LOOP, MNIST_NET, SERVER, SM_RESNET_LOOP, TGI,
+                     TRAIN, TRIAL, _estimator)
 
 
 def _value_at(src: str, call_attr: str, kw: str):
     ix = build_index(ast.parse(src), src)
     call = next(c for c in ix.calls if c.attr == call_attr)
     return Evaluator(ix).value(call.kwarg(kw), call.scope)
-
-
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
-
-
-# -- model size counted from literal layers --------------------------------------------------------
-MNIST_NET = '''import torch
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.drop = nn.Dropout(0.25)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
-        self.head = nn.Sequential(nn.Linear(28 * 28, 512), nn.ReLU(), nn.LSTM(512, 256, num_layers=2), nn.BatchNorm1d(256))
-
-
-model = Net().cuda()
-opt = torch.optim.Adam(model.parameters())
-''' + MAIN_LOOP
 
 
 def _model(result):
@@ -83,43 +61,6 @@ spec:
 def precision(files: dict, entrypoint: str) -> dict:
     wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == entrypoint)
     return wl["resolved"]["precision"]
-
-
-# -- flags: a default that is an expression, an argument passed down to a function ----------------
-FLAG_TRAIN = '''\
-import argparse
-import torch
-from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
-
-
-def parse():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model_id", type=str, default="meta-llama/Llama-2-13b-hf")
-    p.add_argument("--bf16", type=bool, default=True if torch.cuda.get_device_capability()[0] == 8 else False)
-    p.add_argument("--fsdp", type=str, default=None)
-    return p.parse_known_args()
-
-
-def training_function(args):
-    model = AutoModelForCausalLM.from_pretrained(args.model_id)
-    targs = TrainingArguments(output_dir="/tmp", bf16=args.bf16, fsdp=args.fsdp)
-    Trainer(model=model, args=targs, train_dataset=ds).train()
-
-
-def main():
-    args, _ = parse()
-    training_function(args)
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-
-def _estimator(hp: str, model: str = "meta-llama/Llama-2-13b-hf") -> str:
-    return (f"from sagemaker.huggingface import HuggingFace\nhp = {{'model_id': '{model}', {hp}}}\n"
-            "HuggingFace(entry_point='train.py', instance_type='ml.p4d.24xlarge', instance_count=2, role=role,\n"
-            "            hyperparameters=hp, distribution={'torch_distributed': {'enabled': True}}).fit()\n")
 
 
 # -- recall: a repository's own Trainer subclass -------------------------------------------------
@@ -174,48 +115,6 @@ est.fit()
 FP32_TRAIN = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
 
 
-SERVER = '''\
-import torch
-from fastapi import FastAPI
-from transformers import AutoModel, AutoTokenizer
-app = FastAPI()
-tokenizer = AutoTokenizer.from_pretrained("THUDM/chatglm3-6b", trust_remote_code=True)
-model = AutoModel.from_pretrained("THUDM/chatglm3-6b"{kw}).cuda()
-model.eval()
-
-
-@app.post("/chat")
-def chat(q: str):
-    with torch.no_grad():
-        return model.chat(tokenizer, q)
-'''
-
-
-DEPLOY = '''\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: chat
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: chat}
-  template:
-    metadata:
-      labels: {app: chat}
-    spec:
-      nodeSelector:
-        node.kubernetes.io/instance-type: g5.xlarge
-      containers:
-        - name: chat
-          image: chat:1
-          command: ["python", "api_server.py"]
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-'''
-
-
 # -- Megatron's training driver ------------------------------------------------------------------
 PRETRAIN = '''\
 import torch
@@ -261,9 +160,6 @@ def _megatron(flags: str, defaults: str = "") -> dict:
             "megatron_utils.py": NO_GRAD_HELPER, "train.sbatch": LAUNCH.format(flags=flags)}
 
 
-GPU_JOB = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython train.py\n"
-
-
 # -- autocast under a test of a flag's value --------------------------------------------------------
 COMPARED = '''\
 import argparse
@@ -283,9 +179,6 @@ for x in loader:
     loss.backward()
     opt.step()
 '''
-
-
-TRAIN = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
 
 
 # -- a TPU pod is no CPU pod ----------------------------------------------------------------------------
@@ -373,23 +266,6 @@ CPU_NB_LOOP = ("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(512, 5
                "for x, y in loader:\n    torch.nn.functional.cross_entropy(model(x), y).backward()\n    opt.step()\n")
 
 
-# -- reserved capacity: a reservation bills whether or not its nodes run ----------------------------
-EKS_GROUP = """\
-module "eks" {
-  source = "terraform-aws-modules/eks/aws"
-  eks_managed_node_groups = {
-    gpu_training = {
-      instance_types = ["p5.48xlarge"]
-      min_size     = 2
-      max_size     = 2
-      desired_size = 2
-EXTRA
-    }
-  }
-}
-"""
-
-
 # -- Intel's extension with CPU autocast trains on a Xeon -------------------------------------------
 IPEX = """\
 import torch
@@ -409,49 +285,6 @@ for batch in loader:
         loss = model(**batch).loss
     accelerator.backward(loss)
     opt.step()
-"""
-
-
-# -- one spot replica that nothing scales is not evidently a production endpoint --------------------
-TGI = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  replicas: REPLICAS
-  selector:
-    matchLabels: {app: llm}
-  template:
-    metadata:
-      labels: {app: llm}
-    spec:
-      nodeSelector:
-        cloud.google.com/gke-accelerator: nvidia-l4
-        cloud.google.com/gke-spot: "true"
-      containers:
-        - name: tgi
-          image: ghcr.io/huggingface/text-generation-inference:2.0
-          args: ["--model-id", "mistralai/Mistral-7B-Instruct-v0.2"]
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-"""
-
-
-HPA = """\
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata:
-  name: llm
-spec:
-  scaleTargetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: TARGET
-  minReplicas: 1
-  maxReplicas: 4
 """
 
 
@@ -610,47 +443,12 @@ variable "min_gpu_nodes" {
 """
 
 
-# -- SageMaker Python SDK v1 argument names ---------------------------------------------------------------
-SM_RESNET_LOOP = """\
-import torch, torchvision
-model = torchvision.models.resnet50().cuda()
-for x, y in loader:
-    loss_fn(model(x.cuda()), y.cuda()).backward()
-    opt.step()
-"""
-
-
 SM_V1_LAUNCH = """\
 from sagemaker.pytorch import PyTorch
 estimator = PyTorch(entry_point="train.py", source_dir="src", role=role, framework_version="1.4.0",
                     train_instance_count=2, train_instance_type="INSTANCE", train_use_spot_instances=True,
                     train_max_wait=7200)
 estimator.fit({"training": inputs})
-"""
-
-
-# -- Determined experiment configs launch trials on slots (GPUs) ------------------------------------------
-TRIAL = """\
-import torch
-import torchvision
-from determined.pytorch import DataLoader, PyTorchTrial, PyTorchTrialContext
-
-
-class ImageNetTrial(PyTorchTrial):
-    def __init__(self, context: PyTorchTrialContext):
-        self.context = context
-        self.model = self.context.wrap_model(torchvision.models.resnet50())
-        self.opt = self.context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.1))
-AMP
-    def build_training_data_loader(self):
-        return DataLoader(self.train_set, batch_size=self.context.get_per_slot_batch_size(), num_workers=8)
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        images, labels = batch
-        loss = torch.nn.functional.cross_entropy(self.model(images), labels)
-        self.context.backward(loss)
-        self.context.step_optimizer(self.opt)
-        return {"loss": loss}
 """
 
 

@@ -4,46 +4,19 @@ labels.yaml); the comment or docstring of each says which pattern it stands for.
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from conftest import assert_amp_or_tutorial
 from gpulint.testing import scan_files
 from helpers import SEVERITY_AT, codes, findings
+from samples import (FP32_TRAIN, GPU_JOB, IMAGE, MAIN_LOOP, MNIST_NET, P4D_INFRA, P4D_TORCHRUN, PYTORCHJOB_IMAGENET,
+                     SM_RESNET_LOOP, TRIAL, _cell, _nb_of_cells)
 
 
 # -- precision set where gpulint had not looked ----------------------------------------------------
 DS_TRAIN = ("import argparse\nimport deepspeed\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--deepspeed_config')\n"
             "args = p.parse_args()\nmodel, opt, _, _ = deepspeed.initialize(model=Net(), config=args.deepspeed_config)\n"
             "for x in loader:\n    loss = model(x.cuda()).sum()\n    model.backward(loss)\n    model.step()\n")
-
-
-P4D_TORCHRUN = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
-
-
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
-
-
-# -- model size counted from literal layers --------------------------------------------------------
-MNIST_NET = '''import torch
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.drop = nn.Dropout(0.25)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
-        self.head = nn.Sequential(nn.Linear(28 * 28, 512), nn.ReLU(), nn.LSTM(512, 256, num_layers=2), nn.BatchNorm1d(256))
-
-
-model = Net().cuda()
-opt = torch.optim.Adam(model.parameters())
-''' + MAIN_LOOP
 
 
 # -- severity follows the GPU evidence -----------------------------------------------------------------
@@ -230,25 +203,12 @@ if __name__ == "__main__":
 '''
 
 
-GPU_JOB = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython train.py\n"
-
-
 # -- a fork of a known library carried in a folder of the repository ----------------------------------
 GLUE = ("import torch\nmodel = Net().cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n")
 
 
 SBATCH_RUNS_SCRIPT = "#!/bin/bash\n#SBATCH --gres=gpu:8\n#SBATCH --partition=a100\npython {script}\n"
-
-
-def _cell(source: str, language: str | None = None, section: str = "vscode", key: str = "languageId") -> dict:
-    meta = {section: {key: language}} if language else {}
-    return {"cell_type": "code", "metadata": meta, "outputs": [], "source": source}
-
-
-def _nb_of_cells(*cells: dict) -> str:
-    return json.dumps({"cells": list(cells), "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
-                       "nbformat": 4, "nbformat_minor": 5})
 
 
 def _amp_or_tutorial(files: dict, entry: str, severity: str | None, tutorial: str) -> None:
@@ -484,31 +444,6 @@ Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=ds)
 """
 
 
-# -- Determined experiment configs launch trials on slots (GPUs) ------------------------------------------
-TRIAL = """\
-import torch
-import torchvision
-from determined.pytorch import DataLoader, PyTorchTrial, PyTorchTrialContext
-
-
-class ImageNetTrial(PyTorchTrial):
-    def __init__(self, context: PyTorchTrialContext):
-        self.context = context
-        self.model = self.context.wrap_model(torchvision.models.resnet50())
-        self.opt = self.context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.1))
-AMP
-    def build_training_data_loader(self):
-        return DataLoader(self.train_set, batch_size=self.context.get_per_slot_batch_size(), num_workers=8)
-
-    def train_batch(self, batch, epoch_idx, batch_idx):
-        images, labels = batch
-        loss = torch.nn.functional.cross_entropy(self.model(images), labels)
-        self.context.backward(loss)
-        self.context.step_optimizer(self.opt)
-        return {"loss": loss}
-"""
-
-
 # -- Lightning 1.x gpus= ------------------------------------------------------------------------------------
 LIGHTNING_GPUS = """\
 import pytorch_lightning as pl
@@ -516,41 +451,6 @@ from models import ViT
 trainer = pl.Trainer(ARGS, max_epochs=30)
 trainer.fit(ViT(depth=24))
 """
-
-
-# -- SageMaker Python SDK v1 argument names ---------------------------------------------------------------
-SM_RESNET_LOOP = """\
-import torch, torchvision
-model = torchvision.models.resnet50().cuda()
-for x, y in loader:
-    loss_fn(model(x.cuda()), y.cuda()).backward()
-    opt.step()
-"""
-
-
-# -- round 14: a job runs a bare script name that the Dockerfile beside one copy builds into its image -------
-PYTORCHJOB_IMAGENET = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: imagenet
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: <your_image>
-              resources:
-                limits:
-                  nvidia.com/gpu: 1
-              command: [python, -m, torch.distributed.run, imagenet.py, --arch=resnet50, DATA]
-"""
-
-
-IMAGE = "FROM pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\nWORKDIR /workspace\nCOPY COPIED .\nENTRYPOINT [\"python\"]\n"
 
 
 # -- one GPU of a kind nothing names, a model of unknown size: nothing sizes the spend, so AMP001 is advice --
@@ -575,19 +475,6 @@ def _amp(files):
 
 DDP_TRAIN = CUSTOM_TRAIN.replace("model = Net(hidden=args.hidden).cuda()",
                                  "model = torch.nn.parallel.DistributedDataParallel(Net(hidden=args.hidden).cuda())")
-
-
-# -- a byte-identical copy of a launched script is that job, not a workload of its own -------------------
-FP32_TRAIN = """\
-import torch
-from transformers import AutoModelForCausalLM
-
-model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf").cuda()
-opt = torch.optim.AdamW(model.parameters())
-for batch in loader:
-    model(**batch).loss.backward()
-    opt.step()
-"""
 
 
 # -- a with autocast(enabled=False) region inside a function is an fp32 island, not the run's precision ---
@@ -622,9 +509,6 @@ FP32_LOOP = AMP_LOOP.replace('    with torch.autocast("cuda", dtype=torch.float1
 
 ROTARY_DECORATED = ROTARY_LIB.replace('    def forward(self, t):\n        with torch.autocast("cuda", enabled=False):\n            return',
                                       '    @torch.autocast("cuda", enabled=False)\n    def forward(self, t):\n        return')
-
-
-P4D_INFRA = {"infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n}\n'}
 
 
 SM_BF16_FLAG = ("import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--bf16', type=int, default=0)\n"

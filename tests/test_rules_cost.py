@@ -9,6 +9,7 @@ import pytest
 from conftest import FIXTURES, run_cli
 from gpulint.testing import scan_files
 from helpers import SEVERITY_AT, codes, findings
+from samples import EKS_GROUP, HPA, NB_JOB, TGI
 
 
 def scan(repo, *extra):
@@ -121,23 +122,6 @@ spec:
 '''
 
 
-# -- reserved capacity: a reservation bills whether or not its nodes run ----------------------------
-EKS_GROUP = """\
-module "eks" {
-  source = "terraform-aws-modules/eks/aws"
-  eks_managed_node_groups = {
-    gpu_training = {
-      instance_types = ["p5.48xlarge"]
-      min_size     = 2
-      max_size     = 2
-      desired_size = 2
-EXTRA
-    }
-  }
-}
-"""
-
-
 GKE_POOL = """\
 resource "google_container_node_pool" "trainers" {
   name    = "a3-trainers"
@@ -167,49 +151,6 @@ EXTRA
 """
 
 
-# -- one spot replica that nothing scales is not evidently a production endpoint --------------------
-TGI = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  replicas: REPLICAS
-  selector:
-    matchLabels: {app: llm}
-  template:
-    metadata:
-      labels: {app: llm}
-    spec:
-      nodeSelector:
-        cloud.google.com/gke-accelerator: nvidia-l4
-        cloud.google.com/gke-spot: "true"
-      containers:
-        - name: tgi
-          image: ghcr.io/huggingface/text-generation-inference:2.0
-          args: ["--model-id", "mistralai/Mistral-7B-Instruct-v0.2"]
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-"""
-
-
-HPA = """\
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata:
-  name: llm
-spec:
-  scaleTargetRef:
-    apiVersion: apps/v1
-    kind: Deployment
-    name: TARGET
-  minReplicas: 1
-  maxReplicas: 4
-"""
-
-
 # -- a script with a model_fn that a training job runs (to compile or export) does not serve around the clock --
 COMPILE = """\
 import torch
@@ -223,14 +164,6 @@ def model_fn(model_dir):
 if __name__ == "__main__":
     model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
     model.save_pretrained("/opt/ml/model")
-"""
-
-
-NB_JOB = """\
-from sagemaker.pytorch import PyTorch
-est = PyTorch(entry_point="compile.py", source_dir="src", instance_type="{kind}", instance_count=1,
-              role=role, framework_version="2.1", py_version="py310")
-est.fit()
 """
 
 

@@ -7,51 +7,7 @@ import pytest
 
 from gpulint.testing import scan_files
 from helpers import SEVERITY_AT, codes, findings
-
-
-SERVER = '''\
-import torch
-from fastapi import FastAPI
-from transformers import AutoModel, AutoTokenizer
-app = FastAPI()
-tokenizer = AutoTokenizer.from_pretrained("THUDM/chatglm3-6b", trust_remote_code=True)
-model = AutoModel.from_pretrained("THUDM/chatglm3-6b"{kw}).cuda()
-model.eval()
-
-
-@app.post("/chat")
-def chat(q: str):
-    with torch.no_grad():
-        return model.chat(tokenizer, q)
-'''
-
-
-DEPLOY = '''\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: chat
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: chat}
-  template:
-    metadata:
-      labels: {app: chat}
-    spec:
-      nodeSelector:
-        node.kubernetes.io/instance-type: g5.xlarge
-      containers:
-        - name: chat
-          image: chat:1
-          command: ["python", "api_server.py"]
-          resources:
-            limits:
-              nvidia.com/gpu: 1
-'''
-
-
-GPU_JOB = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython train.py\n"
+from samples import DEPLOY, GPU_JOB, NB_JOB, SERVER
 
 
 # -- INF001 warns only where an instance type is named: a GPU count (a Determined slot) names no GPU -------
@@ -63,14 +19,6 @@ model = AutoModel.from_pretrained("bert-large-uncased").cuda().eval()
 with torch.no_grad():
     for batch in loader:
         out = model(**batch)
-"""
-
-
-NB_JOB = """\
-from sagemaker.pytorch import PyTorch
-est = PyTorch(entry_point="compile.py", source_dir="src", instance_type="{kind}", instance_count=1,
-              role=role, framework_version="2.1", py_version="py310")
-est.fit()
 """
 
 

@@ -3,19 +3,13 @@ reproducing a class of finding judged on a real repository (tests/realworld/labe
 """
 from __future__ import annotations
 
-import json
 import posixpath
 
 import pytest
 
 from gpulint.testing import scan_files
 from helpers import SEVERITY_AT, codes, findings
-
-
-P4D_TORCHRUN = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
-
-
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
+from samples import BIG_IMAGES, GPU_JOB, MAIN_LOOP, P4D_TORCHRUN, _cell, _nb_of_cells
 
 
 # -- input pipeline: where samples are produced ------------------------------------------------------
@@ -140,41 +134,6 @@ for ids, labels in loader:
 '''
 
 
-BIG_IMAGES = '''\
-import argparse
-import torch
-from PIL import Image
-from torch.utils.data import DataLoader, Dataset
-from diffusers import FluxTransformer2DModel
-
-p = argparse.ArgumentParser()
-p.add_argument("--pretrained_model_name_or_path", type=str, default=None, required=True)
-args = p.parse_args()
-
-
-class ClassImages(Dataset):
-    def __getitem__(self, i):
-        return Image.open(self.paths[i])
-
-
-def main(args):
-    transformer = FluxTransformer2DModel.from_pretrained(args.pretrained_model_name_or_path, subfolder="transformer").cuda()
-    loader = DataLoader(ClassImages(), batch_size=1, num_workers=0)
-    for x in loader:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = transformer(x.cuda()).sum()
-        loss.backward()
-        opt.step()
-
-
-if __name__ == "__main__":
-    main(args)
-'''
-
-
-GPU_JOB = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython train.py\n"
-
-
 # -- a measurement script's loader is not a training loader -------------------------------------------
 MEASURE = '''\
 import torch
@@ -202,16 +161,6 @@ if __name__ == "__main__":
     for bs in (1, 2, 4, 8):
         print(bs, run(bs))
 '''
-
-
-def _cell(source: str, language: str | None = None, section: str = "vscode", key: str = "languageId") -> dict:
-    meta = {section: {key: language}} if language else {}
-    return {"cell_type": "code", "metadata": meta, "outputs": [], "source": source}
-
-
-def _nb_of_cells(*cells: dict) -> str:
-    return json.dumps({"cells": list(cells), "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
-                       "nbformat": 4, "nbformat_minor": 5})
 
 
 # -- batches already on the GPU: no workers, no pinning --------------------------------------------

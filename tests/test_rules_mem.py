@@ -13,6 +13,7 @@ from gpulint.testing import resolve_by_hand
 from gpulint.link.workloads import Workload
 from gpulint.testing import scan_files
 from helpers import codes, findings
+from samples import BIG_IMAGES, MNIST_NET
 
 
 def scan_json(path, *extra):
@@ -332,68 +333,12 @@ def test_cheaper_fit_compares_the_math_and_the_capacity_the_workload_runs():
     assert got is None or got.math == "16-bit and fp32"
 
 
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
-
-
-# -- model size counted from literal layers --------------------------------------------------------
-MNIST_NET = '''import torch
-import torch.nn as nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.drop = nn.Dropout(0.25)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
-        self.head = nn.Sequential(nn.Linear(28 * 28, 512), nn.ReLU(), nn.LSTM(512, 256, num_layers=2), nn.BatchNorm1d(256))
-
-
-model = Net().cuda()
-opt = torch.optim.Adam(model.parameters())
-''' + MAIN_LOOP
-
-
 ACC_CONFIG = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 1\nnum_processes: 8\n"
 
 
 ACC_TRAIN = ("from accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\nacc = Accelerator()\n"
              "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n"
              "model, opt, loader = acc.prepare(model, opt, loader)\nfor b in loader:\n    acc.backward(model(**b).loss)\n    opt.step()\n")
-
-
-BIG_IMAGES = '''\
-import argparse
-import torch
-from PIL import Image
-from torch.utils.data import DataLoader, Dataset
-from diffusers import FluxTransformer2DModel
-
-p = argparse.ArgumentParser()
-p.add_argument("--pretrained_model_name_or_path", type=str, default=None, required=True)
-args = p.parse_args()
-
-
-class ClassImages(Dataset):
-    def __getitem__(self, i):
-        return Image.open(self.paths[i])
-
-
-def main(args):
-    transformer = FluxTransformer2DModel.from_pretrained(args.pretrained_model_name_or_path, subfolder="transformer").cuda()
-    loader = DataLoader(ClassImages(), batch_size=1, num_workers=0)
-    for x in loader:
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = transformer(x.cuda()).sum()
-        loss.backward()
-        opt.step()
-
-
-if __name__ == "__main__":
-    main(args)
-'''
 
 
 # -- a SageMaker data-parallel distribution starts one process per GPU: a cheaper fit keeps several GPUs -----

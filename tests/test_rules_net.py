@@ -10,6 +10,7 @@ from conftest import FIXTURES, run_cli
 from gpulint.testing import scan_files
 import helpers
 from helpers import findings
+from samples import FLAG_TRAIN, GPU_JOB, MAIN_LOOP, P4D_INFRA, P4D_TORCHRUN, _estimator
 
 NET = "NET001,NET002,NET003,NET004"
 
@@ -263,49 +264,6 @@ def test_garbled_inputs_never_raise():
     assert [f for f in result.findings if f.code.startswith("NET")] == []
 
 
-P4D_TORCHRUN = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n  user_data = "torchrun --nproc_per_node 8 train.py"\n}\n'
-
-
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
-
-
-# -- flags: a default that is an expression, an argument passed down to a function ----------------
-FLAG_TRAIN = '''\
-import argparse
-import torch
-from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
-
-
-def parse():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model_id", type=str, default="meta-llama/Llama-2-13b-hf")
-    p.add_argument("--bf16", type=bool, default=True if torch.cuda.get_device_capability()[0] == 8 else False)
-    p.add_argument("--fsdp", type=str, default=None)
-    return p.parse_known_args()
-
-
-def training_function(args):
-    model = AutoModelForCausalLM.from_pretrained(args.model_id)
-    targs = TrainingArguments(output_dir="/tmp", bf16=args.bf16, fsdp=args.fsdp)
-    Trainer(model=model, args=targs, train_dataset=ds).train()
-
-
-def main():
-    args, _ = parse()
-    training_function(args)
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-
-def _estimator(hp: str, model: str = "meta-llama/Llama-2-13b-hf") -> str:
-    return (f"from sagemaker.huggingface import HuggingFace\nhp = {{'model_id': '{model}', {hp}}}\n"
-            "HuggingFace(entry_point='train.py', instance_type='ml.p4d.24xlarge', instance_count=2, role=role,\n"
-            "            hyperparameters=hp, distribution={'torch_distributed': {'enabled': True}}).fit()\n")
-
-
 # -- context: a branch decided by one part of an ``and`` -------------------------------------------
 DP_FALLBACK = '''\
 import os
@@ -342,9 +300,6 @@ for x, y in loader:
     torch.nn.functional.nll_loss(model(x.cuda()), y.cuda()).backward()
     opt.step()
 '''
-
-
-GPU_JOB = "#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=a100\npython train.py\n"
 
 
 # -- a test of constants the file binds decides its branch ------------------------------------------------
@@ -384,9 +339,6 @@ for x in loader:
     model(x.cuda()).sum().backward()
     opt.step()
 """
-
-
-P4D_INFRA = {"infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "p4d.24xlarge"\n}\n'}
 
 
 # -- the gloo group of a torch_xla code path is the TPU's, not the CUDA training's ---------------------------

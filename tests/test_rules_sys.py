@@ -3,15 +3,11 @@ repositories, most reproducing a class judged on a real repository (tests/realwo
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from gpulint.testing import scan_files
 from helpers import SEVERITY_AT, codes, findings
-
-
-MAIN_LOOP = "if __name__ == '__main__':\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n"
+from samples import FP32_TRAIN, MAIN_LOOP, SM_RESNET_LOOP, TRAIN, _cell, _nb_of_cells
 
 
 def _nb_of_sources(*cells: str) -> str:
@@ -38,24 +34,11 @@ GPU_ACCEL = "    guest_accelerator {\n      type  = \"nvidia-l4\"\n      count =
 TRAIN_GPU = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
 
 
-def _cell(source: str, language: str | None = None, section: str = "vscode", key: str = "languageId") -> dict:
-    meta = {section: {key: language}} if language else {}
-    return {"cell_type": "code", "metadata": meta, "outputs": [], "source": source}
-
-
-def _nb_of_cells(*cells: dict) -> str:
-    return json.dumps({"cells": list(cells), "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
-                       "nbformat": 4, "nbformat_minor": 5})
-
-
 # -- a notebook cell that declares its own language ------------------------------------------------
 TERMINAL = "docker run --gpus all -it --rm -v $PWD:/work nvcr.io/nvidia/pytorch:24.01-py3\ncd /work && ls -la"
 
 
 FINETUNE = "accelerate launch --mixed_precision bf16 train.py --epochs 3"
-
-
-TRAIN = "import torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
 
 
 # -- files a launcher names that are not the run's configuration -----------------------------------
@@ -93,29 +76,6 @@ def _notebook(*cells: str) -> str:
                                   "source": c.splitlines(keepends=True)} for c in cells],
                        "metadata": {"kernelspec": {"name": "python3", "language": "python"}}, "nbformat": 4,
                        "nbformat_minor": 5})
-
-
-# -- SageMaker Python SDK v1 argument names ---------------------------------------------------------------
-SM_RESNET_LOOP = """\
-import torch, torchvision
-model = torchvision.models.resnet50().cuda()
-for x, y in loader:
-    loss_fn(model(x.cuda()), y.cuda()).backward()
-    opt.step()
-"""
-
-
-# -- a byte-identical copy of a launched script is that job, not a workload of its own -------------------
-FP32_TRAIN = """\
-import torch
-from transformers import AutoModelForCausalLM
-
-model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf").cuda()
-opt = torch.optim.AdamW(model.parameters())
-for batch in loader:
-    model(**batch).loss.backward()
-    opt.step()
-"""
 
 
 # -- SYS001 ----------------------------------------------------------------------------------------------
