@@ -173,3 +173,21 @@ def test_torchvision_constructors_have_their_documented_sizes():
     size = from_name("torchvision/resnet50")
     assert size.params == 25_557_032 and "torchvision" in size.source
     assert from_name("torchvision/vit_b_16").params == 86_567_656
+
+
+# -- names -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, total", [("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9), ("acme/Foo-17B-16E-chat", None),
+                                         ("Qwen/Qwen3-30B-A3B", 30e9)])
+def test_a_size_beside_an_expert_count_is_the_active_size(name, total):
+    from gpulint.resolve.modelsize import from_name
+    size = from_name(name)
+    assert (size.params if size else None) == total
+
+
+@pytest.mark.parametrize("name, params", [("Qwen/Qwen-1_8B-Chat", None), ("llama_2_7b", None), ("runs/model_7b", 7_000_000_000)])
+def test_digits_joined_by_an_underscore_before_the_unit_are_no_size(name, params):
+    from gpulint.resolve import modelsize
+    size = modelsize.from_name(name)
+    assert (size.params if size else None) == params

@@ -11,6 +11,9 @@ from gpulint.core.model import Fact, Location
 from gpulint.resolve import memfit as mem
 from gpulint.testing import resolve_by_hand
 from gpulint.link.workloads import Workload
+from gpulint.testing import scan_files
+from helpers import codes, findings
+from samples import BIG_IMAGES, MNIST_NET
 
 
 def scan_json(path, *extra):
@@ -328,3 +331,93 @@ def test_cheaper_fit_compares_the_math_and_the_capacity_the_workload_runs():
                          launchers=[launch("python")], compute=c, model=model)
     got = mem.cheaper_fit(undecided, mem.profile(undecided), cat)
     assert got is None or got.math == "16-bit and fp32"
+
+
+ACC_CONFIG = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 1\nnum_processes: 8\n"
+
+
+ACC_TRAIN = ("from accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\nacc = Accelerator()\n"
+             "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n"
+             "model, opt, loader = acc.prepare(model, opt, loader)\nfor b in loader:\n    acc.backward(model(**b).loss)\n    opt.step()\n")
+
+
+# -- a SageMaker data-parallel distribution starts one process per GPU: a cheaper fit keeps several GPUs -----
+SM_NOTEBOOK_DP = """\
+from sagemaker.huggingface import HuggingFace
+est = HuggingFace(entry_point="train.py", source_dir="scripts", instance_type="ml.p3.16xlarge", instance_count=2,
+                  transformers_version="4.26", pytorch_version="1.13", py_version="py39",
+                  hyperparameters={"model_name": "distilbert-base-uncased", "epochs": 1},
+                  distribution={"smdistributed": {"dataparallel": {"enabled": True}}})
+est.fit()
+"""
+
+
+SM_HF_TRAINER = """\
+import argparse
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+p = argparse.ArgumentParser()
+p.add_argument("--model_name", default="distilbert-base-uncased")
+args = p.parse_args()
+model = AutoModelForSequenceClassification.from_pretrained(args.model_name)
+Trainer(model=model, args=TrainingArguments(output_dir="out")).train()
+"""
+
+
+# -- MEM002 ----------------------------------------------------------------------------------------------
+
+
+def test_a_tutorial_sized_model_on_a_big_instance_is_advice_without_the_utilisation_figure():
+    launch = ("from sagemaker.pytorch import PyTorch\n"
+              "PyTorch(entry_point='train.py', instance_type='ml.p3.16xlarge', instance_count=1, role=role).fit()\n")
+    result = scan_files({"train.py": MNIST_NET.replace("opt = torch.optim.Adam", "opt = torch.optim.SGD"), "launch.py": launch})
+    found = [f for f in result.findings if f.code == "MEM002"]
+    for f in found:
+        assert f.severity.value == "info" and f.cost_impact.usd_per_hour is None and "tutorial-sized" in f.message
+
+
+def test_a_sagemaker_data_parallel_job_counts_one_process_per_gpu():
+    r = scan_files({"launch.py": SM_NOTEBOOK_DP, "scripts/train.py": SM_HF_TRAINER})
+    (launch,) = [l for w in r.workloads for l in w["launchers"]]
+    assert launch["attrs"]["process_per_gpu"] is True
+    (f,) = [f for f in r.findings if f.code == "MEM002"]  # a cheaper fit for a data-parallel job keeps 2+ GPUs per node
+    assert "(1x " not in f.message and "fits 2 x " in f.message and "instead of 2 x p3.16xlarge" in f.message, f.message
+
+
+@pytest.mark.parametrize("folder, severity", [("distributed_data_parallelism", "info"), ("ddp-example", "info"),
+                                              ("text_classification", "warning")])
+def test_a_multi_gpu_example_named_for_its_parallelism_gets_mem002_at_info(folder, severity):
+    r = scan_files({f"{folder}/launch.py": SM_NOTEBOOK_DP, f"{folder}/scripts/train.py": SM_HF_TRAINER})
+    (f,) = [f for f in r.findings if f.code == "MEM002"]
+    assert f.severity.value == severity
+    assert ("is named for its parallelism: 16 GPUs look like the point of the example" in f.message) == (severity == "info")
+
+
+# -- MEM004 ----------------------------------------------------------------------------------------------
+
+
+def test_a_ray_train_driver_is_not_the_only_gpu_process():
+    train = ("import torch\nfrom ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer, prepare_model\n\n\n"
+             "def loop(config):\n    model = prepare_model(Net())\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n\n\n"
+             "if __name__ == '__main__':\n    TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=4, use_gpu=True)).fit()\n")
+    sky = "resources:\n  accelerators: L4:2\nnum_nodes: 2\nrun: |\n  python train.py\n"
+    assert codes({"train.py": train, "sky.yaml": sky}, "MEM004", sort=True) == []
+    plain = train.replace("from ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer, prepare_model\n", "").replace(
+        "prepare_model(Net())", "Net().cuda()").replace("TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=4, use_gpu=True)).fit()", "loop({})")
+    assert codes({"train.py": plain, "sky.yaml": sky}, "MEM004", sort=True) == ["MEM004"]
+
+
+@pytest.mark.parametrize("procs, fires", [("$NP", False), ("32", False), ("8", True)])
+def test_an_unresolved_num_processes_overrides_the_accelerate_config(procs, fires):
+    sky = ("resources:\n  accelerators: H100:8\nnum_nodes: 4\nfile_mounts:\n  /sft: ./sft\nrun: |\n"
+           "  NP=$(($SKYPILOT_NUM_GPUS_PER_NODE * $SKYPILOT_NUM_NODES))\n"
+           f"  accelerate launch --config_file /sft/fsdp.yaml --num_machines 4 --num_processes {procs} /sft/train.py\n")
+    files = {"job.yaml": sky, "sft/fsdp.yaml": ACC_CONFIG, "sft/train.py": ACC_TRAIN}
+    assert bool(findings(files, "MEM004")) is fires  # 8 processes over 4 machines: 2 of each node's 8 GPUs
+
+
+@pytest.mark.parametrize("device_map, fires", [("", True), (', device_map="auto"', False)])
+def test_one_process_on_eight_gpus_idles_seven_unless_the_load_spreads_the_model(device_map, fires):
+    src = BIG_IMAGES.replace('subfolder="transformer").cuda()', f'subfolder="transformer"{device_map})')
+    files = {"train.py": src, "run.sh": "python train.py --pretrained_model_name_or_path black-forest-labs/FLUX.1-dev\n",
+             "sky.yaml": "resources:\n  accelerators: A100-80GB:8\nrun: bash run.sh\n"}
+    assert bool(findings(files, "MEM004")) is fires

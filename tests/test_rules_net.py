@@ -8,6 +8,9 @@ import pytest
 from conftest import FIXTURES, run_cli
 
 from gpulint.testing import scan_files
+import helpers
+from helpers import findings
+from samples import FLAG_TRAIN, GPU_JOB, MAIN_LOOP, P4D_INFRA, P4D_TORCHRUN, _estimator
 
 NET = "NET001,NET002,NET003,NET004"
 
@@ -259,3 +262,236 @@ def test_garbled_inputs_never_raise():
              "main.tf": 'resource "aws_launch_template" "x" { instance_type = \n'}
     result = scan_files(files, select=NET.split(","))
     assert [f for f in result.findings if f.code.startswith("NET")] == []
+
+
+# -- context: a branch decided by one part of an ``and`` -------------------------------------------
+DP_FALLBACK = '''\
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DataParallel, DistributedDataParallel as DDP
+
+RANK = int(os.getenv("RANK", -1))
+cuda = torch.cuda.is_available()
+model = Net().cuda()
+if {test}:
+    model = DataParallel(model)
+if RANK != -1:
+    dist.init_process_group("nccl")
+    model = DDP(model)
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+'''
+
+
+# -- a tutorial-sized workload: the NET and IO advice follow AMP001's judgement ---------------------------
+MNIST_DDP = '''\
+import torch
+import torch.distributed as dist
+from torchvision import datasets, transforms
+
+dist.init_process_group(backend="gloo")
+train = datasets.{dataset}("data", train=True, download=True, transform=transforms.ToTensor())
+loader = torch.utils.data.DataLoader(train, batch_size=64)
+model = torch.nn.parallel.DistributedDataParallel(Net().cuda())
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in loader:
+    torch.nn.functional.nll_loss(model(x.cuda()), y.cuda()).backward()
+    opt.step()
+'''
+
+
+# -- a test of constants the file binds decides its branch ------------------------------------------------
+DP = """\
+import torch
+from torch import nn
+import torchvision
+
+num_gpus = GPUS
+REBIND
+
+
+def main(PARAM):
+    model = torchvision.models.resnet50().cuda()
+    if torch.cuda.is_available() and num_gpus > 1:
+        model = nn.DataParallel(model, list(range(num_gpus)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in batches:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+
+
+main()
+"""
+
+
+# -- DataParallel as the else of the script's own DDP branch is a fallback, not the script's parallelism ---
+DP_SCRIPT = """\
+import torch
+model = build()
+if args.distributed:
+    model = torch.nn.parallel.DistributedDataParallel(model.cuda())
+{other}
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+
+
+# -- the gloo group of a torch_xla code path is the TPU's, not the CUDA training's ---------------------------
+XLA_UTILS = """\
+import torch.distributed as dist
+import torch_xla.core.xla_model as xm
+
+def setup():
+    dist.init_process_group("gloo", init_method="xla://")
+    return xm.xla_device()
+"""
+
+
+CUDA_UTILS = """\
+import torch.distributed as dist
+
+def setup():
+    dist.init_process_group("gloo")
+    return "cuda"
+"""
+
+
+RUN = """\
+import os
+import torch
+if os.environ.get("USE_CUDA"):
+    from cuda_utils import setup
+else:
+    from xla_utils import setup
+device = setup()
+model = torch.nn.Linear(4096, 4096).to(device)
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    model(x.to(device)).sum().backward()
+    opt.step()
+"""
+
+
+# -- a few-shot run on Omniglot is tutorial-sized: its gloo all-reduce is advice -----------------------------
+META = """\
+import learn2learn as l2l
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+device = torch.device("cuda")
+tasksets = l2l.vision.benchmarks.get_tasksets("{data}", train_ways=5, train_samples=10, root="data")
+model = l2l.vision.models.OmniglotFC(28 ** 2, 5).to(device)
+opt = torch.optim.Adam(model.parameters())
+for it in range(1000):
+    x, y = tasksets.train.sample()
+    torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+    opt.step()
+"""
+
+
+# -- NET004 ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hp, expect", [
+    ("'bf16': True, 'fsdp': '\"full_shard auto_wrap\"'", "2 B/param, x1.5 for ZeRO-3/FSDP"),
+    ("'fsdp': 'full_shard auto_wrap'", "2 B/param, x1.5 for ZeRO-3/FSDP"),
+])
+def test_fsdp_through_hyperparameters_sizes_the_traffic_as_sharded(hp, expect):
+    """HF ``fsdp=args.fsdp`` set by the estimator's hyperparameters (quoted, as SageMaker passes them):
+    16-bit traffic and parameters gathered as well as gradients reduced."""
+    found = findings({"train.py": FLAG_TRAIN, "launch.py": _estimator(hp, "EleutherAI/gpt-neox-20b")}, "NET004")
+    assert len(found) == 1 and expect in found[0].message, [f.message for f in found]
+
+
+# -- NET005 ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("test", ['sys.platform == "win32"', 'os.name == "nt"', 'platform.system() == "Windows"'])
+def test_gloo_on_a_windows_branch_is_not_the_gpu_hosts_backend(test):
+    train = ("import os, sys, platform\nimport torch\nimport torch.distributed as dist\n"
+             f"if {test}:\n    dist.init_process_group('gloo')\nelse:\n    dist.init_process_group('nccl')\n"
+             "model = torch.nn.parallel.DistributedDataParallel(Net().cuda())\n" + MAIN_LOOP)
+    assert helpers.codes({"train.py": train, "infra/main.tf": P4D_TORCHRUN}, "NET005", sort=True) == []
+    linux_gloo = train.replace("dist.init_process_group('nccl')", "dist.init_process_group('gloo')")
+    assert helpers.codes({"train.py": linux_gloo, "infra/main.tf": P4D_TORCHRUN}, "NET005", sort=True) == ["NET005"]
+
+
+@pytest.mark.parametrize("dataset, net005, io", [("MNIST", "info", False), ("ImageNet", "warning", True)])
+def test_a_tutorial_sized_workload_gets_no_io_advice_and_its_gloo_backend_at_info(dataset, net005, io):
+    result = scan_files({"mnist_ddp.py" if dataset == "MNIST" else "train.py": MNIST_DDP.format(dataset=dataset)})
+    assert [f.severity.value for f in result.findings if f.code == "NET005"] == [net005]
+    assert bool([f for f in result.findings if f.code.startswith("IO")]) is io
+
+
+def test_gloo_in_the_xla_path_is_not_net005_but_gloo_in_the_cuda_path_is():
+    net = [c[2] for c in helpers.codes({"run.py": RUN, "xla_utils.py": XLA_UTILS, "cuda_utils.py": CUDA_UTILS, **P4D_INFRA}, fields=helpers.SEVERITY_AT) if c[0] == "NET005"]
+    assert net == ["cuda_utils.py"]
+
+
+@pytest.mark.parametrize("data, severity", [("omniglot", "info"), ("tiered-imagenet", "warning")])
+def test_net005_on_an_omniglot_meta_learning_run_is_info(data, severity):
+    files = {"train.py": META.format(data=data), "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n"}
+    assert [c[:2] for c in helpers.codes(files, fields=helpers.SEVERITY_AT) if c[0] == "NET005"] == [("NET005", severity)]
+
+
+# -- NET006 ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("test, fires", [
+    ("cuda and RANK == -1 and torch.cuda.device_count() > 1", False),
+    ("torch.cuda.device_count() > 1", False),
+    ("cuda and RANK == -1", True),
+    ("cuda or torch.cuda.device_count() > 1", True),
+])
+def test_a_data_parallel_fallback_behind_an_and_of_a_gpu_count_is_the_multi_gpu_branch(test, fires):
+    files = {"train.py": DP_FALLBACK.replace("{test}", test),
+             "sky.yaml": "resources:\n  accelerators: A100:8\nrun: torchrun --nproc_per_node 8 train.py\n"}
+    assert bool(findings(files, "NET006")) is fires
+
+
+def test_dataparallel_in_a_test_function_is_no_training_dataparallel():
+    code = ("import torch\n\n\ndef test_best_model(model):\n    model = torch.nn.DataParallel(model)\n"
+            "    with torch.no_grad():\n        return model(x)\n\n\n"
+            "model = Net().cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\ntest_best_model(model)\n")
+    assert findings({"tune.py": code, "job.sbatch": GPU_JOB.replace("train.py", "tune.py")}, "NET006") == []
+
+
+@pytest.mark.parametrize("gpus, rebind, param, reported", [
+    ("1", "", "", False),  # num_gpus > 1 never holds
+    ("4", "", "", True),
+    ("1", "num_gpus = torch.cuda.device_count()", "", True),  # bound twice: not a constant
+    ("1", "", "num_gpus=8", True),  # the function's own parameter
+])
+def test_a_branch_on_a_module_constant_is_decided_by_its_value(gpus, rebind, param, reported):
+    src = DP.replace("GPUS", gpus).replace("REBIND", rebind).replace("PARAM", param)
+    assert bool(findings({"train.py": src}, "NET006")) == reported
+
+
+@pytest.mark.parametrize("binding, reported", [
+    ("    n_gpu = 1\n", False),
+    ("    if torch.cuda.is_available():\n        n_gpu = torch.cuda.device_count()\n    else:\n        n_gpu = 1\n", True),
+])
+def test_a_local_bound_in_two_branches_is_not_a_constant(binding, reported):
+    src = ("import torch\nimport torchvision\n\n\ndef main():\n" + binding +
+           "    model = torchvision.models.resnet50().cuda()\n    if n_gpu > 1:\n        model = torch.nn.DataParallel(model)\n"
+           "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    for x in batches:\n"
+           "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = model(x.cuda()).sum()\n"
+           "        loss.backward()\n        opt.step()\n\n\nmain()\n")
+    assert bool(findings({"train.py": src}, "NET006")) == reported
+
+
+def test_dataparallel_in_the_else_of_a_ddp_branch_is_not_reported():
+    files = {"train.py": DP_SCRIPT.format(other="else:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D_INFRA}
+    assert [c for c in helpers.codes(files, fields=helpers.SEVERITY_AT) if c[0] == "NET006"] == []
+
+
+def test_dataparallel_under_a_test_of_its_own_is_still_reported():
+    files = {"train.py": DP_SCRIPT.format(other="if args.dp:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D_INFRA}
+    assert [c[:3] for c in helpers.codes(files, fields=helpers.SEVERITY_AT) if c[0] == "NET006"] == [("NET006", "warning", "train.py")]

@@ -260,3 +260,28 @@ def test_garbled_inputs_never_raise():
     files = {"train.py": NO_SAVE, "launch.py": "from sagemaker.pytorch import PyTorch\nest = PyTorch(use_spot_instances=True, max_wait='x', max_run=[1]\n",
              "sky.yaml": "resources: {use_spot: maybe}\nfile_mounts: [1]\n", "main.tf": 'resource "aws_instance" "x" {\n'}
     assert [f for f in scan(files) if f.code.startswith("SPOT")] == []
+
+
+SPOT_SKY = "resources:\n  accelerators: A100:8\n  use_spot: true\nrun: |\n  torchrun --nproc_per_node 8 %s\n"
+
+
+BENCH = ("import time\nimport torch\n\n\ndef measure(model, opt, n=15):\n    times = []\n    for _ in range(n):\n"
+         "        start = time.time()\n        loss = model(torch.randn(64, 3, 224, 224).cuda()).sum()\n        loss.backward()\n"
+         "        opt.step()\n        torch.cuda.synchronize()\n        times.append(time.time() - start)\n    return times\n\n\n"
+         "if __name__ == '__main__':\n    measure(Net().cuda(), opt)\n")
+
+
+# -- SPOT001 ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, body", [("ddp_sweep.py", BENCH), ("benchmark_resnet.py", BENCH.replace("time.time()", "0"))])
+def test_a_benchmark_needs_no_checkpoint_and_may_measure_fp32(name, body):
+    result = scan_files({name: body, "sky.yaml": SPOT_SKY % name})
+    assert not [f for f in result.findings if f.code.startswith("SPOT")]
+    (f,) = [f for f in result.findings if f.code == "AMP001"]
+    assert f.severity.value == "info" and "a benchmark" in f.message
+    untimed = BENCH.replace("time.time()", "0").replace("torch.cuda.synchronize()", "pass")
+    reads_data = untimed.replace("import torch\n", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
+    trains = scan_files({"train.py": reads_data,
+                         "sky.yaml": SPOT_SKY % "train.py"})
+    assert "SPOT001" in {f.code for f in trains.findings}
