@@ -195,8 +195,10 @@ def test_show_guidance_indents_guidance_and_cost():
     assert all(l.startswith("    ") for l in body)
     text = "\n".join(body)
     assert "torch.autocast" in text
-    assert "related: scripts/launch.sh:4" in text
-    assert "cost:" in text and "no instance is known" in text
+    assert "related: scripts/launch.sh:8" in text
+    # the quick-start example is priced: its Slurm job names 8 A100s, priced per GPU-hour with the assumption said
+    assert "cost: $7.32/h" in text and "8x A100-SXM4-40GB at $21.96/h on-demand" in text
+    assert "the repository names the GPU, not the machine" in " ".join(text.split())
     plain = run_cli("scan", ".", "--select", "AMP001", cwd=FIXTURES / "pytorch-fp32-loop")
     assert "torch.autocast" not in plain.stdout
 

@@ -146,6 +146,10 @@ def test_every_finding_carries_guidance_cost_and_fingerprint():
             elif f["code"] == "AMP001" and name == "amp-custom-kernel":
                 # priced instance, but TF32 is on: the plain-fp32 speed-up does not hold, so no figure, and it says why
                 assert cost["usd_per_hour"] is None and "TF32 is on" in cost["basis"]
+            elif f["code"] == "AMP001" and name == "pytorch-fp32-loop":
+                # the quick start's Slurm job names 8 A100s and no machine: priced per GPU-hour, the assumption said
+                assert cost["usd_per_hour"] == 7.32 and "8x A100-SXM4-40GB at $21.96/h" in cost["basis"]
+                assert "the repository names the GPU, not the machine" in cost["basis"]
             elif f["code"] == "AMP001":
                 # no instance anywhere in these repos: no price invented, the basis says why
                 assert cost["usd_per_hour"] is None

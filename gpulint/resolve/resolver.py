@@ -306,7 +306,10 @@ class Resolver:
         n = rc.nodes or 1
         source = (f"{rate.from_instance} ${p.usd_per_hour:.2f}/h over its {rate.from_gpus} GPUs, the lowest per-GPU {cap} rate "
                   f"for {rate.gpu_model} in the catalogue; an assumption: the repository names the GPU, not the machine, "
-                  f"and the job pays only for the GPUs it holds; {p.source}" + (f"; {p.note}" if p.note else ""))
+                  f"and the job pays only for the GPUs it holds"
+                  + ("; on a cluster you own or share, read it as the cloud list price of the same GPU-hours"
+                     if rc.source == "slurm" else "")
+                  + f"; {p.source}" + (f"; {p.note}" if p.note else ""))
         return Price(unit, round(unit * n, 4), cap, n, p.region, p.as_of, source)
 
     # -- workloads ---------------------------------------------------------------------------
