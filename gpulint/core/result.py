@@ -20,11 +20,6 @@ class WorkloadSpend:
     run_hours: float | None = None  # one run's time limit as the launcher states it (Slurm --time, SageMaker max_run)
     runs_per_month: float | None = None  # how often a scheduled job runs (a CronJob's schedule)
 
-    @property
-    def sized_period(self) -> bool:
-        """Whether the launcher sizes the period figure (a run's limit), not the always-on month."""
-        return bool(self.run_hours)
-
     def period(self, hours_per_month: float) -> tuple[float, str]:
         """The hours a period figure covers and its label: with a run's time limit and a schedule, a month of
         runs; with the limit alone, one run (both capped at a month); else a month of ``hours_per_month`` hours."""

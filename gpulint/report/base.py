@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 from gpulint.core.model import Finding
 
 if TYPE_CHECKING:  # pragma: no cover
-    from gpulint.core.result import ScanResult
+    from gpulint.core.result import ScanResult, WorkloadSpend
 
 
 class ReportError(ValueError):
@@ -59,6 +59,15 @@ def usd(value: float | None) -> float | None:
 def money(value: float | None) -> str:
     v = usd(value)
     return "?" if v is None else f"${v:,.2f}"
+
+
+def period_spend(spend: "WorkloadSpend", hours_per_month: float) -> str:
+    """A workload's avoidable spend over the period its launcher sizes: "$5,344" for a month of running,
+    "$351 per run (48 h)" or "$1,812 per month (30.42 runs x 4 h)" where a time limit (and a schedule) is stated."""
+    covered, label = spend.period(hours_per_month)
+    v = usd(spend.usd_per_hour_avoidable)
+    figure = "?" if v is None else f"${v * covered:,.0f}"
+    return f"{figure} {label}" if spend.run_hours else figure
 
 
 def cost_suffix(finding: Finding) -> str:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from gpulint.core.model import NO_COST, Finding
-from gpulint.report.base import ReportOptions, Reporter, display_path, money, one_line, sorted_findings, usd
+from gpulint.report.base import ReportOptions, Reporter, display_path, money, one_line, period_spend, sorted_findings, usd
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.core.result import ScanResult
@@ -113,19 +113,15 @@ def _spend_table(result: "ScanResult", hours: int) -> list[str]:
         price = usd(c.get("usd_per_hour"))
         avoid = s.usd_per_hour_avoidable if s else None
         what = c.get("instance") or (s.instance if s else None)
-        if avoid and s.run_hours:
-            covered, label = s.period(hours)
-            period = f"{monthly(avoid, covered)} {label}"
-        else:
-            period = monthly(avoid, hours) if avoid else "–"
         rows.append((code(name), esc(what or "unknown"), esc(c.get("capacity") or ("on-demand" if what else "?")),
-                     money(price) if price is not None else "?", money(avoid) if avoid else "–", period))
+                     money(price) if price is not None else "?", money(avoid) if avoid else "–",
+                     period_spend(s, hours) if avoid else "–"))
+    per_run = any(s.run_hours for s in spend.values())
     out = ["### Estimated avoidable spend", "",
-           "| Workload | Instance | Capacity | Price/h | Avoidable/h | Avoidable/month" + (" or per run" if any(s.run_hours for s in spend.values()) else "") + " |",
+           "| Workload | Instance | Capacity | Price/h | Avoidable/h | Avoidable/month" + (" or per run" if per_run else "") + " |",
            "|---|---|---|---:|---:|---:|"]
     out += [f"| {' | '.join(r)} |" for r in rows]
     total = result.avoidable_total()
-    per_run = any(s.run_hours for s in spend.values())
     if len(rows) > 1 and total:
         out.append(f"| **total** | | | | **{money(total)}** | {'' if per_run else '**' + monthly(total, hours) + '**'} |")
     out += ["", f"Estimates, not measurements: a month is {hours:g} hours of the workload running; scale by the hours it really runs"

@@ -18,6 +18,7 @@ from gpulint.report.base import (
     display_path,
     money,
     one_line,
+    period_spend,
     sorted_findings,
     usd,
 )
@@ -167,14 +168,9 @@ def spend_table(result: "ScanResult", paint: _Paint | None = None) -> list[str]:
     per_run = any(s.run_hours for s in rows)
     header = ("workload", "instance", "price/h", "avoidable/h", f"per month ({hours:g} h)" + (" or per run" if per_run else ""))
 
-    def period(s) -> str:
-        covered, label = s.period(hours)
-        figure = _per_month(s.usd_per_hour_avoidable, covered)
-        return f"{figure} {label}" if s.run_hours else figure
-
     table = [header] + [
         (s.workload, (s.instance or "unknown") + (f" ({s.capacity})" if s.capacity == "spot" else ""),
-         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable), period(s))
+         money(s.usd_per_hour_price), money(s.usd_per_hour_avoidable), period_spend(s, hours))
         for s in rows
     ]
     total = round(sum(s.usd_per_hour_avoidable for s in rows), 2)

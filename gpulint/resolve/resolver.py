@@ -150,14 +150,9 @@ class Resolver:
     def _run_hours(self, parts: list[Compute]) -> dict:
         """How long one run may last (a Slurm --time, a Job's activeDeadlineSeconds, a SageMaker job's max_run in
         seconds, whose 24 h default is not stated in the repository and so not used), and how often it runs."""
-        out: dict = {}
-        for part in parts:
-            for f in part.facts:
-                if f.kind == "compute.runs_per_month" and isinstance(f.value, (int, float)) and f.value > 0:
-                    out = {"runs_per_month": float(f.value), "runs_loc": f.loc}
-                    break
-            if out:
-                break
+        runs = next((f for part in parts for f in part.facts
+                     if f.kind == "compute.runs_per_month" and isinstance(f.value, (int, float)) and f.value > 0), None)
+        out = {"runs_per_month": float(runs.value), "runs_loc": runs.loc} if runs is not None else {}
         return {**out, **self._run_limit(parts)}
 
     def _run_limit(self, parts: list[Compute]) -> dict:
@@ -179,9 +174,7 @@ class Resolver:
             usd = cat.price(cand).usd_per_hour
             if usd and cand.gpu_count and (best is None or usd / cand.gpu_count < best[0]):
                 best = (usd / cand.gpu_count, cand)
-        if best is None:
-            return None
-        return GpuHourRate(best[1].gpu_model, best[1].name, best[1].gpu_count)
+        return GpuHourRate(best[1]) if best is not None else None
 
     def _architecture(self, inst: Instance | None) -> str | None:
         gpu = self.catalogue.gpu(inst)
@@ -296,10 +289,9 @@ class Resolver:
         rate = rc.gpu_hour
         if rate is None or not rc.gpus_per_node:
             return None
-        src = next((i for i in self.catalogue.instances() if i.name == rate.from_instance), None)
         cap = "spot" if rc.capacity == "spot" else "on-demand"
-        p = self.catalogue.price(src, cap) if src is not None else None
-        if p is None or not p.usd_per_hour:
+        p = self.catalogue.price(rate.source, cap)
+        if not p.usd_per_hour:
             return Price(None, None, cap, rc.nodes or 1, None, None, "", f"the catalogue has no {cap} price for {rate.from_instance}")
         per_gpu = p.usd_per_hour / rate.from_gpus
         unit = round(per_gpu * rc.gpus_per_node, 4)

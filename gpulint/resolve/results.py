@@ -75,11 +75,21 @@ class Price:
 @dataclass(frozen=True)
 class GpuHourRate:
     """How a job that names only its GPU model is priced: per GPU-hour, at the lowest per-GPU rate among the
-    catalogue instances with that GPU (``from_instance``'s hourly price over its ``from_gpus`` GPUs)."""
+    catalogue instances with that GPU (``source``'s hourly price over its GPUs)."""
 
-    gpu_model: str  # the catalogue's model name ("A100-SXM4-40GB")
-    from_instance: str  # the catalogue instance the rate comes from
-    from_gpus: int
+    source: "Instance"  # the catalogue instance the rate comes from
+
+    @property
+    def gpu_model(self) -> str:
+        return self.source.gpu_model
+
+    @property
+    def from_instance(self) -> str:
+        return self.source.name
+
+    @property
+    def from_gpus(self) -> int:
+        return self.source.gpu_count
 
 
 @dataclass(frozen=True)
