@@ -237,7 +237,8 @@ register("config.hf_args", "config", _t("object"),
 # -- compute ---------------------------------------------------------------------------------------
 _TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
 register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
-         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool); provider aws|gcp|azure|null; "
+         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool), "
+         "or a cluster definition's capacity (gpulint.read.clusters: attrs.capacity_of slurm|kubernetes|ray|batch, labels, taints, default, cluster; partition the Slurm queue it serves); provider aws|gcp|azure|null; "
          "role training|serving|notebook|null (what the infrastructure names it for). attrs include runtime_ref {kind, name} "
          "and num_proc_per_node (Kubeflow Trainer TrainJob), replicated_job (TrainingRuntime), nproc_per_node "
          "(HyperPodPyTorchJob), hyperpod (SageMaker HyperPod nodes: ml.* instance types, sagemaker.amazonaws.com/ labels), "

@@ -142,6 +142,12 @@ def _notebook_shell(source: Source) -> list[Fact]:
     return out
 
 
+def _clusters(source: Source) -> list[Fact]:
+    from gpulint.read.clusters import read_clusters
+
+    return read_clusters(source)
+
+
 def _python(source: Source) -> list[Fact]:
     from gpulint.read.python.facts import python_facts
 
@@ -156,6 +162,7 @@ def _configs(source: Source) -> list[Fact]:
 
 @hookimpl
 def gpulint_fact_extractors():
+    from gpulint.read.clusters import NEEDS as CLUSTER_WORDS
     from gpulint.read.python.facts import ML_WORDS
 
     return [
@@ -164,6 +171,8 @@ def gpulint_fact_extractors():
         Extractor("notebook-shell", ("notebook", "python"), _notebook_shell),  # python: Databricks notebook sources
         Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:", "cmd:",
                                                            "entrypoint:")),
+        # cluster definitions (ParallelCluster, eksctl, HyperPod, Batch, Cluster Toolkit, Ray ...): capacity jobs run on
+        Extractor("clusters", ("yaml", "json"), _clusters, needs=CLUSTER_WORDS or ("\x00",)),
         Extractor("terraform", ("terraform",), _lazy("gpulint.read.terraform.reader", "read")),
         Extractor("terraform-json", ("json",), _terraform_json),
         Extractor("gpu-monitoring", ("yaml", "json", "terraform", "shell", "dockerfile", "toml"), _gpu_monitoring,

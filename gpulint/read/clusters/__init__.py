@@ -1,0 +1,49 @@
+"""Cluster definitions -> compute targets: the capacity jobs run on.
+
+Platform teams describe their GPU capacity in cluster files, not in the job:
+an AWS ParallelCluster config's Slurm queues, an eksctl ClusterConfig's node
+groups, a SageMaker HyperPod cluster's instance groups, an AWS Batch compute
+environment, a GCP Cluster Toolkit blueprint's partitions, ``slurm.conf``
+node and partition lines, a Ray cluster launcher's node types. Each format is
+one module of this package exposing
+
+    looks_like(doc, path) -> bool      # a cheap test on one parsed document
+    read(docs, path) -> list[Fact]     # the documents that look like it
+
+and emitting its targets through :func:`gpulint.read.clusters.common.capacity`,
+so that every format says the same things the same way (instance, node counts,
+capacity type, RDMA attached or not, and the keys jobs are placed by: a Slurm
+partition, node labels and taints). Jobs are placed on these targets by
+``gpulint.link.placement``.
+
+A format is added by writing its module and listing it in ``FORMATS`` below.
+"""
+from __future__ import annotations
+
+import importlib
+
+from gpulint.core.model import Fact
+from gpulint.core.sources import Source
+
+#: (format, module) in the order they are tried; the first format that claims a document reads it
+FORMATS: list[tuple[str, str]] = [
+]
+
+#: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
+NEEDS: tuple[str, ...] = ()
+
+
+def read_clusters(source: Source) -> list[Fact]:
+    """The capacity facts of every document of one YAML/JSON file that some listed format claims."""
+    docs = [d for d in source.tree or [] if not d.template]
+    out: list[Fact] = []
+    for _name, module in FORMATS:
+        if not docs:
+            break
+        mod = importlib.import_module(module)
+        mine = [d for d in docs if mod.looks_like(d, source.path)]
+        if mine:
+            out += mod.read(mine, source.path)
+            taken = {id(d) for d in mine}
+            docs = [d for d in docs if id(d) not in taken]
+    return out
