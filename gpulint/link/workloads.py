@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
+from gpulint.link.placement import capacity_of, place
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.resolve.results import WorkloadResolution
@@ -55,6 +56,10 @@ class Compute:
     target: str
     facts: list[Fact] = field(default_factory=list)
     joined: list["Compute"] = field(default_factory=list)  # launch templates an autoscaling group starts
+    #: the cluster capacity a job runs on (gpulint.link.placement): a Slurm queue, a node group ...
+    placed_on: "Compute | None" = None
+    placement: str | None = None  # why it was placed there
+    placement_unknown: str | None = None  # why it could not be placed (candidates that differ)
 
     @property
     def all_facts(self) -> list[Fact]:
@@ -400,6 +405,7 @@ def compute_targets(repo: Repo) -> dict[str, Compute]:
     computes = {cid: c for cid, c in out.items() if c.first("compute.target") is not None}
     for c in computes.values():
         c.joined = [computes[t] for t in _template_ids(c, computes) if t != c.id]
+    place(computes)
     return computes
 
 
@@ -723,6 +729,7 @@ def _pair_compute(workloads: dict[str, Workload], computes: dict[str, Compute]) 
     Among several workloads, the only one a launcher starts is preferred (the others are run by
     hand, if at all). Anything else is an ambiguity, recorded with its candidates."""
     claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    claimed |= {c.placed_on.id for c in computes.values() if c.placed_on is not None}  # a queue some job runs on
     templates = _templates_in_use(computes)  # a launch template an ASG starts is that group's compute
     free = [c for cid, c in computes.items()
             if cid not in claimed and cid not in templates and _is_standalone(c) and c.role() not in ("serving", "notebook")
@@ -799,7 +806,7 @@ def _is_standalone(c: Compute) -> bool:
         return False
     v = c.value("compute.target") or {}
     source, resource = v.get("source"), str(v.get("resource") or "")
-    if source == "terraform":
+    if source == "terraform" or capacity_of(c):
         return True
     if source == "kubernetes":
         return resource.startswith(("NodePool/", "Provisioner/"))

@@ -604,6 +604,13 @@ def _compute(sink: FactSink, wl: _Workload, containers, gpu_reqs, accel_reqs, se
             keys.append(_HYPERPOD)  # SageMaker HyperPod nodes carry their ml.* instance type
     if any(isinstance(k, str) and k.startswith(_HYPERPOD) for k in keys):
         tattrs["hyperpod"] = True
+    # what places the pod on a node group of the repository's cluster definitions (gpulint.link.placement)
+    selector = {k: str(v) for _, k, v, only in selections if only and isinstance(v, (str, int, bool))}
+    if selector:
+        tattrs["node_selector"] = selector
+    tols = [{k: t.get(k) for k in ("key", "operator", "value", "effect") if t.get(k) is not None} for _, t in tolerations]
+    if tols:
+        tattrs["tolerations"] = tols
     sink.add("compute.target", {"source": "kubernetes", "provider": _provider(keys), "resource": wl.resource,
                                 "role": _role(sink, wl, containers)}, wl.anchor, wl.target, attrs=tattrs)
     _pod_compute(sink, wl, gpu_reqs, accel_reqs, selections, tolerations)
@@ -813,6 +820,15 @@ def _read_nodepool(sink: FactSink, base: tuple, kind: str, name: str, target: st
         limits = as_dict(limits.get("resources")) or limits
     if limits:
         attrs["limits"] = {str(k): v for k, v in limits.items() if isinstance(v, (str, int, float))}
+    # the nodes it launches carry the pool's template labels and karpenter.sh/nodepool, and its taints
+    labels = {str(k): str(v) for k, v in as_dict(doc.get(spec + ("template", "metadata", "labels"))).items()
+              if isinstance(v, (str, int, bool))}
+    if kind == "NodePool":
+        labels["karpenter.sh/nodepool"] = str(name)
+    attrs.update(capacity_of="kubernetes", labels=labels)
+    taints = [as_dict(t) for t in as_list(doc.get(spec + (("template", "spec", "taints") if kind == "NodePool" else ("taints",))))]
+    if taints:
+        attrs["taints"] = [{k: t.get(k) for k in ("key", "value", "effect") if t.get(k) is not None} for t in taints]
     sink.add("compute.target", {"source": "kubernetes", "provider": provider, "resource": f"{kind}/{name}",
                                 "role": None}, base + ("metadata", "name"), target, attrs=attrs)
     for rpath, req in reqs:

@@ -35,6 +35,8 @@ def render_workloads(result: ScanResult) -> str:
                 lines.append(f"    device: {comp['device']} ({comp.get('device_reason')})")
             if comp.get("assumed"):
                 lines.append(f"    assumed: {comp['assumed']}")
+            if comp.get("placed_on"):
+                lines.append(f"    placed on: {comp['placement']}")
             for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "capacity", "efa_requested"):
                 if comp.get(key) is not None:
                     lines.append(f"    {key}: {comp[key]}")

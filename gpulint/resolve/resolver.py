@@ -27,6 +27,7 @@ from gpulint.resolve.results import (
 )
 from gpulint.resolve.scale import tutorial_size, unsized_spend
 from gpulint.resolve.tfvalues import TerraformValues, is_ref
+from gpulint.link.placement import capacity_of as placement_capacity
 from gpulint.link.workloads import Compute, Repo, Workload
 
 #: Kubernetes objects that are capacity (nodes), not pods: they need no GPU request to be GPU compute
@@ -53,12 +54,20 @@ class Resolver:
 
     def _compute(self, compute: Compute) -> ResolvedCompute:
         parts = [compute] + list(compute.joined)
+        placed = compute.placed_on
+        # the capacity a job is placed on (gpulint.link.placement) supplies what the job leaves unsaid: its machine
+        # and market; the job's own statements come first. RDMA: a Slurm node's EFA is every job's on it, while a
+        # pod uses only the EFA devices it requests, whatever its node has
+        machine_parts = parts + ([placed] + list(placed.joined) if placed is not None else [])
+        efa_parts = machine_parts if placed is not None and placement_capacity(placed) != "kubernetes" else parts
         target = compute.first("compute.target")
         tv = (target.value if target is not None else None) or {}
         provider, source, resource = tv.get("provider"), tv.get("source"), tv.get("resource")
+        if provider is None and placed is not None:
+            provider = (placed.value("compute.target") or {}).get("provider")
         names: list[tuple[str, Fact]] = []
         unresolved: list[str] = []
-        for part in parts:
+        for part in machine_parts:
             for f in part.facts:
                 if f.kind != "compute.instance_type":
                     continue
@@ -67,7 +76,7 @@ class Resolver:
                     names.append((v.value.strip(), f))
                 elif is_ref(f.value):
                     unresolved.append(f"the instance type ({f.loc.short()}): {v.why}")
-        accel = next((self._accelerator(f) for p in parts for f in p.facts if f.kind == "compute.accelerator" and isinstance(f.value, dict)), None)
+        accel = next((self._accelerator(f) for p in machine_parts for f in p.facts if f.kind == "compute.accelerator" and isinstance(f.value, dict)), None)
         cat = self.catalogue
         inst: Instance | None = None
         inst_fact: Fact | None = None
@@ -101,16 +110,21 @@ class Resolver:
             if gpu_hour is not None:
                 assumed = None
         capacity, capacity_fact, fallback = self._capacity(parts)
+        if capacity is None and placed is not None:
+            capacity, capacity_fact, fallback = self._capacity(machine_parts)
         nodes = self._int(compute, "compute.node_count")
         if nodes is None and source in ("skypilot", "sagemaker"):
             nodes = 1  # num_nodes / instance_count default to 1
         gpn_fact = compute.first("compute.gpus_per_node")
         gpn = self._int(compute, "compute.gpus_per_node")
         efa, efa_fact = None, None
-        for part in parts:
+        for part in efa_parts:
             for f in part.facts:
                 if f.kind == "compute.efa":
                     v = self.tf.value_of(f).value
+                    if (f.attrs or {}).get("all") and v:
+                        # a cluster definition that enables EFA attaches every interface the instance has
+                        v = (inst.efa_interfaces if inst is not None else None) or v
                     if isinstance(v, int) and not isinstance(v, bool):
                         efa = max(efa or 0, v)
                         efa_fact = f
@@ -142,8 +156,11 @@ class Resolver:
             min_nodes=self._int(compute, "compute.min_nodes"), capacity=capacity,
             capacity_loc=capacity_fact.loc if capacity_fact is not None else None, on_demand_fallback=fallback,
             efa_requested=efa, efa_loc=efa_fact.loc if efa_fact is not None else None, gpu_hour=gpu_hour, why_unknown=why,
+            placed_on=placed.id if placed is not None else None, placement=compute.placement,
+            placement_unknown=compute.placement_unknown,
             **self._run_hours(parts),
-            unknown_instances=tuple(unknown) if inst is None else (), facts=tuple(compute.all_facts),
+            unknown_instances=tuple(unknown) if inst is None else (),
+            facts=tuple(compute.all_facts + (placed.all_facts if placed is not None else [])),
         )
         return self.priced(rc)
 
@@ -343,6 +360,10 @@ class Resolver:
             res = replace(res, to_price=_to_price(wl, rc))
         if res.gpus_hidden:
             wl.reasons.append(f"device: every launcher runs it with no usable GPU ({res.gpus_hidden}): GPU checks do not apply")
+        if rc is not None and rc.placed_on:
+            wl.reasons.append(f"placement: {rc.id} runs on {rc.placement}")
+        elif rc is not None and rc.placement_unknown:
+            wl.unknown.append(f"placement: {rc.placement_unknown}")
         if rc is not None and rc.device == CPU:
             wl.reasons.append(f"device: {rc.id} is CPU compute ({rc.device_reason}): GPU checks do not apply")
         elif rc is not None:

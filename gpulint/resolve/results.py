@@ -128,6 +128,9 @@ class ResolvedCompute:
     run_hours_loc: Location | None = None
     runs_per_month: float | None = None  # how often a scheduled job runs (a CronJob's schedule)
     runs_loc: Location | None = None
+    placed_on: str | None = None  # the cluster capacity (a Slurm queue, a node group) the job was placed on
+    placement: str | None = None  # why (gpulint.link.placement)
+    placement_unknown: str | None = None  # why it was not placed although the repository defines capacity
     why_unknown: str | None = None  # why there is no instance (and so no price, unless priced per GPU-hour)
     unknown_instances: tuple[UnknownInstance, ...] = ()
     facts: tuple[Fact, ...] = ()  # every fact of the target and of the templates it starts
@@ -220,6 +223,11 @@ class ResolvedCompute:
             "why_unknown": self.why_unknown,
             "unknown_instance_types": [{"name": u.name, "where": u.loc.short()} for u in self.unknown_instances],
         }
+        if self.placed_on is not None:
+            out["placed_on"] = self.placed_on
+            out["placement"] = self.placement
+        elif self.placement_unknown:
+            out["placement_unknown"] = self.placement_unknown
         if self.run_hours is not None:
             out["run_hours"] = self.run_hours
             out["run_hours_fact"] = _where(self.run_hours_loc)

@@ -686,7 +686,7 @@ def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
     facts: list[Fact] = []
     seeds: dict = {}
     target_at = None
-    partition = None
+    partition = constraint = None
     for lineno, raw in enumerate(text.splitlines(), 1):
         stripped = raw.strip()
         if not stripped:
@@ -741,12 +741,15 @@ def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
                     facts.append(Fact("compute.time_limit", hours, loc, key=name, target="slurm"))
             elif name in ("--partition", "-p"):
                 partition = val or None
+            elif name in ("--constraint", "-C") and val:
+                constraint = val  # node features: on ParallelCluster, a compute resource's name or instance type
             elif name == "--ntasks-per-node" and val.isdigit():
                 seeds["SLURM_NTASKS_PER_NODE"] = val
     if target_at is not None:
         facts.insert(0, Fact("compute.target", {"source": "slurm", "provider": None, "resource": "sbatch",
                                                 "role": None, "partition": partition},
-                             Location(path, *target_at), key="#SBATCH", target="slurm"))
+                             Location(path, *target_at), key="#SBATCH", target="slurm",
+                             attrs={"constraint": constraint} if constraint else {}))
     return facts, seeds
 
 

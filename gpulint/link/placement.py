@@ -1,0 +1,193 @@
+"""Placement: which capacity a job runs on, when the job does not name its machine.
+
+A Slurm batch script asks for a partition (``--partition gpu``); a pod asks for
+node labels (``nodeSelector``), tolerates taints and requests GPUs. The
+machines behind them are written elsewhere in the repository, in cluster
+definitions (``gpulint.read.clusters``: a ParallelCluster queue, an eksctl
+node group, a Cluster Toolkit partition, ``slurm.conf``, a Karpenter NodePool).
+This module joins the two: ``place(computes)`` sets ``Compute.placed_on`` (the
+capacity target) and ``Compute.placement`` (why, in words the workloads
+report prints), or ``Compute.placement_unknown`` when candidates disagree.
+
+Only what the scheduler itself would decide is decided here:
+
+- Slurm: the partition the job names, among the queues of that name; a job that
+  names none gets the cluster's default partition (``Default=YES``, or the first
+  ParallelCluster queue); when nothing says which one is default and the
+  repository has exactly one GPU queue, that queue, and the reason says it was
+  assumed. ``--constraint`` narrows a queue's compute resources by name or
+  instance type.
+- Kubernetes: a GPU pod lands on nodes that carry every label it selects, whose
+  taints it tolerates and that have GPUs; one such node group (or several with
+  the same machine) places it.
+
+Candidates in several places of the repository (copies of one template in
+two folders) are narrowed to those nearest the job's file first. When the
+remaining candidates have different machines, the job is not placed: which
+one runs it is not in the repository.
+"""
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Iterable
+
+#: gpulint.link.workloads.Compute, which imports this module (so it is not imported back, not even for types)
+Compute = Any
+
+__all__ = ["place", "capacity_of"]
+
+#: labels every node has, whatever its group: selecting them says nothing about which group
+_UNIVERSAL_LABELS = ("kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch")
+#: labels NVIDIA GPU Feature Discovery puts on every GPU node (a pod is only placed among GPU groups anyway)
+_GPU_NODE_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.deploy.device-plugin")
+
+
+def capacity_of(c: Compute) -> str | None:
+    """Which scheduler places jobs on this target: slurm | kubernetes | ray | batch, or None (a job, not capacity)."""
+    f = c.first("compute.target")
+    return (f.attrs or {}).get("capacity_of") if f is not None else None
+
+
+def _target(c: Compute) -> tuple[dict, dict]:
+    f = c.first("compute.target")
+    return (f.value or {}) if f is not None else {}, (f.attrs or {}) if f is not None else {}
+
+
+def _instances(c: Compute) -> tuple[str, ...]:
+    return tuple(sorted(str(f.value) for f in c.facts if f.kind == "compute.instance_type" and isinstance(f.value, str)))
+
+
+def _gpu(c: Compute) -> bool:
+    return c.has_gpu_hint()
+
+
+def _nearest(cands: list[Compute], path: str) -> list[Compute]:
+    """The candidates sharing the longest folder prefix with ``path`` (a job beside its cluster's config)."""
+    def shared(p: str) -> int:
+        a, b = posixpath.dirname(path).split("/"), posixpath.dirname(p).split("/")
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n] and a[n]:
+            n += 1
+        return n
+
+    best = max((shared(c.path) for c in cands), default=0)
+    return [c for c in cands if shared(c.path) == best]
+
+
+def _decide(job: Compute, cands: list[Compute], why: str) -> None:
+    """Place ``job`` on the candidates when they are one machine; otherwise say which disagree."""
+    if not cands:
+        return
+    near = _nearest(cands, job.path)
+    machines = {_instances(c) for c in near}
+    if len(near) == 1 or (len(machines) == 1 and machines != {()}):
+        chosen = sorted(near, key=lambda c: c.id)[0]
+        job.placed_on = chosen
+        also = f" (and {len(near) - 1} identical definition(s))" if len(near) > 1 else ""
+        job.placement = f"{why}: {chosen.id}{also}"
+        return
+    names = ", ".join(f"{c.id} ({'/'.join(_instances(c)) or 'no instance type'})" for c in sorted(near, key=lambda c: c.id)[:4])
+    job.placement_unknown = f"{why}, but {len(near)} candidates differ: {names}"
+
+
+def _slurm(job: Compute, queues: list[Compute]) -> None:
+    value, attrs = _target(job)
+    asked = value.get("partition")
+    constraint = attrs.get("constraint")
+    if isinstance(asked, str) and asked.strip():
+        wanted = {p.strip() for p in asked.split(",") if p.strip()}
+        cands = [q for q in queues if _target(q)[0].get("partition") in wanted]
+        why = f"--partition {asked} is the queue"
+        if not cands:
+            return  # a partition of a cluster the repository does not describe
+    else:
+        cands = [q for q in queues if _target(q)[1].get("default")]
+        why = "no --partition: the cluster's default partition"
+        if not cands:
+            gpu = [q for q in queues if _gpu(q)]
+            parts = {_target(q)[0].get("partition") for q in gpu}
+            if len(parts) != 1:
+                return
+            cands = gpu
+            why = ("no --partition, and no queue is marked default: assumed the repository's only GPU queue "
+                   f"({parts.pop()})")
+    if isinstance(constraint, str) and constraint.strip():
+        narrowed = [q for q in cands if _matches_constraint(q, constraint)]
+        if narrowed:
+            cands, why = narrowed, f"{why}, --constraint {constraint}"
+    _decide(job, cands, why)
+
+
+def _matches_constraint(q: Compute, constraint: str) -> bool:
+    """A feature expression's plain names (``p5.48xlarge``, ``gpu&efa``) against the queue's compute-resource name and
+    instance types (ParallelCluster gives every node both as features)."""
+    words = {w for w in constraint.replace("|", "&").replace(",", "&").split("&") if w and w[0] not in "[("}
+    own = set(_instances(q)) | {q.target.rsplit("/", 1)[-1]}
+    return bool(words & own)
+
+
+def _tolerates(pod_tolerations: list, taints: list) -> bool:
+    """Does a pod with these tolerations schedule onto nodes with these taints (NoSchedule / NoExecute only)?"""
+    for t in taints:
+        if str(t.get("effect") or "NoSchedule") == "PreferNoSchedule":
+            continue
+        ok = False
+        for tol in pod_tolerations:
+            key, op = tol.get("key"), tol.get("operator") or "Equal"
+            if key is None and op == "Exists":
+                ok = True  # tolerates everything
+            elif key == t.get("key") and (op == "Exists" or str(tol.get("value")) == str(t.get("value"))) and \
+                    (not tol.get("effect") or tol.get("effect") == t.get("effect")):
+                ok = True
+            if ok:
+                break
+        if not ok:
+            return False
+    return True
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    """Every label the pod selects is on the group's nodes with that value (labels every node or every GPU node
+    has are not the group's to state)."""
+    return all(str(labels.get(k)) == str(v) for k, v in selector.items()
+               if k not in _UNIVERSAL_LABELS and k not in _GPU_NODE_LABELS)
+
+
+def _pod(job: Compute, groups: list[Compute]) -> None:
+    value, attrs = _target(job)
+    if value.get("resource") and str(value["resource"]).startswith(("NodePool/", "Provisioner/", "NodeClaim/", "EC2NodeClass/")):
+        return
+    if job.first("compute.instance_type") is not None or not any(
+            f.kind == "compute.gpus_per_node" and isinstance(f.value, int) and f.value > 0 for f in job.facts):
+        return  # the pod names its machine itself, or runs on no GPU
+    selector = attrs.get("node_selector") or {}
+    tolerations = attrs.get("tolerations") or []
+    provider = value.get("provider")
+    cands = [g for g in groups if _gpu(g) and _selects(selector, _target(g)[1].get("labels") or {})
+             and _tolerates(tolerations, _target(g)[1].get("taints") or [])
+             and (provider is None or _target(g)[0].get("provider") in (None, provider))]
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    why = (f"the GPU node group(s) whose labels match its nodeSelector ({shown})" if selector
+           else "a GPU pod with no node selector: the GPU node group(s) whose taints it tolerates")
+    _decide(job, cands, why)
+
+
+def place(computes: dict[str, Compute]) -> None:
+    """Set ``placed_on`` / ``placement`` / ``placement_unknown`` on every job the repository's capacity places."""
+    by_kind: dict[str, list[Compute]] = {}
+    for c in computes.values():
+        kind = capacity_of(c)
+        if kind:
+            by_kind.setdefault(kind, []).append(c)
+    if not by_kind:
+        return
+    for c in _jobs(computes.values()):
+        source = _target(c)[0].get("source")
+        if source == "slurm" and by_kind.get("slurm"):
+            _slurm(c, by_kind["slurm"])
+        elif source == "kubernetes" and by_kind.get("kubernetes"):
+            _pod(c, by_kind["kubernetes"])
+
+
+def _jobs(computes: Iterable[Compute]) -> list[Compute]:
+    return sorted((c for c in computes if not capacity_of(c)), key=lambda c: c.id)

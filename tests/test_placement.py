@@ -1,0 +1,156 @@
+"""Placement (gpulint.link.placement): jobs that do not name their machine are placed on the repository's cluster
+capacity the way the scheduler would place them, and stay unplaced when the repository does not decide it.
+
+Kubernetes here (Karpenter NodePools: labels, taints, a pod's nodeSelector and tolerations); the Slurm side
+(--partition, the default queue, --constraint) is tested beside the Slurm cluster readers that state the queues.
+"""
+from __future__ import annotations
+
+from helpers import codes
+from gpulint.testing import scan_files
+
+TRAIN = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(4096, 4096).cuda())
+opt = torch.optim.AdamW(model.parameters())
+for step in range(100_000):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(torch.randn(64, 4096).cuda()).pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {name}
+spec:
+  template:
+    metadata:
+      labels:
+        workload: {label}
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      requirements:
+        - key: node.kubernetes.io/instance-type
+          operator: In
+          values: ["{instance}"]
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+      taints:
+        - key: nvidia.com/gpu
+          value: "true"
+          effect: NoSchedule
+"""
+
+JOB = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: llm
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+{placement}          containers:
+            - name: trainer
+              image: registry.example.com/llm:1.0
+              command: [torchrun, --nnodes=4, --nproc_per_node=8, train.py]
+              resources:
+                limits:
+                  nvidia.com/gpu: 8
+"""
+
+SELECT = """\
+          nodeSelector:
+            workload: {label}
+          tolerations:
+            - key: nvidia.com/gpu
+              operator: Exists
+              effect: NoSchedule
+"""
+
+
+def _job(label: str | None = "training", tolerate: bool = True) -> str:
+    block = SELECT.format(label=label) if label else ""
+    if not tolerate:
+        block = block.split("          tolerations:")[0]
+    if label is None and tolerate:
+        block = "          tolerations:\n            - key: nvidia.com/gpu\n              operator: Exists\n"
+    return JOB.format(placement=block)
+
+
+def _compute(result, entry="train.py"):
+    wl = next(w for w in result.workloads if w["entrypoint"] == entry)
+    return wl, wl["compute"]
+
+
+def test_pod_selecting_a_nodepool_label_runs_on_its_machine():
+    result = scan_files({"train.py": TRAIN, "k8s/job.yaml": _job(),
+                         "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
+    wl, comp = _compute(result)
+    assert comp["instance"] == "p4d.24xlarge"
+    assert comp["placed_on"] == "k8s/nodepool.yaml#NodePool/gpu"
+    assert "nodeSelector (workload=training)" in comp["placement"]
+    assert comp["capacity"] == "on-demand" and comp["price_capacity"] == "on-demand"
+    assert any(r.startswith("placement: ") for r in wl["links"])
+    # the pod asks for no EFA device on an EFA machine: now that the machine is known, NET001 can say so
+    assert ("NET001", "k8s/job.yaml") in codes({"train.py": TRAIN, "k8s/job.yaml": _job(),
+                                                "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training",
+                                                                                     instance="p4d.24xlarge")},
+                                               "NET001", fields=("code", "path"))
+
+
+def test_pod_that_does_not_tolerate_the_pools_taint_is_not_placed_there():
+    result = scan_files({"train.py": TRAIN, "k8s/job.yaml": _job(tolerate=False),
+                         "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
+    _, comp = _compute(result)
+    assert comp.get("placed_on") is None and comp["instance"] is None
+
+
+def test_pod_selecting_a_label_no_pool_has_is_not_placed():
+    result = scan_files({"train.py": TRAIN, "k8s/job.yaml": _job(label="inference"),
+                         "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
+    _, comp = _compute(result)
+    assert comp.get("placed_on") is None and comp["instance"] is None
+
+
+def test_two_pools_with_different_machines_leave_it_unknown_and_say_why():
+    files = {"train.py": TRAIN, "k8s/job.yaml": _job(label=None),
+             "k8s/a100.yaml": NODEPOOL.format(name="a100", label="training", instance="p4d.24xlarge"),
+             "k8s/h100.yaml": NODEPOOL.format(name="h100", label="training", instance="p5.48xlarge")}
+    wl, comp = _compute(scan_files(files))
+    assert comp.get("placed_on") is None and comp["instance"] is None
+    assert "2 candidates differ" in comp["placement_unknown"]
+    assert any(u.startswith("placement: ") and "p5.48xlarge" in u for u in wl["unknown"])
+    assert not codes(files, "NET001")  # which machine runs it is not in the repository
+
+
+def test_a_gpu_pod_without_selector_lands_on_the_only_gpu_pool_it_tolerates():
+    files = {"train.py": TRAIN, "k8s/job.yaml": _job(label=None),
+             "k8s/gpu.yaml": NODEPOOL.format(name="gpu", label="training", instance="p5.48xlarge"),
+             "k8s/cpu.yaml": NODEPOOL.format(name="cpu", label="general", instance="m5.2xlarge").replace(
+                 "      taints:\n        - key: nvidia.com/gpu\n          value: \"true\"\n          effect: NoSchedule\n", "")}
+    _, comp = _compute(scan_files(files))
+    assert comp["instance"] == "p5.48xlarge" and comp["placed_on"] == "k8s/gpu.yaml#NodePool/gpu"
+    assert "taints it tolerates" in comp["placement"]
+
+
+def test_a_pod_that_names_its_instance_type_is_not_placed():
+    job = _job().replace("          nodeSelector:\n", "          nodeSelector:\n            node.kubernetes.io/instance-type: g5.48xlarge\n")
+    result = scan_files({"train.py": TRAIN, "k8s/job.yaml": job,
+                         "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
+    _, comp = _compute(result)
+    assert comp["instance"] == "g5.48xlarge" and comp.get("placed_on") is None
