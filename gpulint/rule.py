@@ -87,6 +87,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     #: workload roles check_workload is called for (gpulint.resolve.results: training, inference, batch)
     roles: ClassVar[tuple[str, ...]] = ("training",)
+    #: check_workload is called only for workloads whose code is in the repository; a rule that judges nothing but
+    #: the launcher, the compute and the environment sets False and runs on infrastructure-only jobs too
+    reads_code: ClassVar[bool] = True
     #: file kinds check_file is called for; empty = none
     kinds: ClassVar[tuple[str, ...]] = ()
     #: text gate: check_file only runs on files containing one of these

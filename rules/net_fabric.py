@@ -157,6 +157,7 @@ class RdmaNotEnabled(Rule):
     severity = Severity.ERROR
     family = "NET"
     since = "0.1.0"
+    reads_code = False  # the pods' or nodes' RDMA devices and the node count decide it, whatever code runs
 
     VALID = [
         Example({"train.py": _DDP_TRAIN, "k8s/job.yaml": _K8S_EFA_BAD.replace(
@@ -222,8 +223,8 @@ class RdmaNotEnabled(Rule):
                 cost=_job_cost(wl, f"only {req} of {want} EFA devices carry inter-node traffic; the slowdown is not estimated."))
 
     def _tcpx(self, wl, ctx, compute: ResolvedCompute, hw: ResolvedCompute, nodes: int, rdma: str) -> Iterable:
-        if hw.source != "kubernetes" or hw.assumed:
-            return  # VM images may configure TCPX themselves; a guessed instance proves nothing
+        if hw.source != "kubernetes" or hw.assumed or not wl.code_known:
+            return  # VM images (and a job's own image, its code unseen) may configure TCPX themselves; a guessed instance proves nothing
         markers = ("GPUDIRECTTCPX", "FASTRAK", "TCPX")
         for f in ctx.repo.all("env"):
             v = f.value if isinstance(f.value, dict) else {}

@@ -183,3 +183,16 @@ def test_the_old_model_module_is_a_deprecated_alias():
     from gpulint.core import model
 
     assert old.Severity is model.Severity and old.Finding is model.Finding
+
+
+def test_every_package_is_shipped():
+    """pyproject.toml lists packages by name: a new subpackage missing there is absent from a wheel (pre-commit and
+    `pip install .` users would run without it while the editable checkout works)."""
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")  # 3.11+; the layout is the same on 3.10
+    listed = set(tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    pkg = Path(__file__).parent.parent / "gpulint"
+    found = {"gpulint." + ".".join(p.parent.relative_to(pkg).parts) if p.parent != pkg else "gpulint"
+             for p in pkg.rglob("__init__.py")}
+    assert found | {"gpulint.rules"} == listed

@@ -154,3 +154,42 @@ def test_a_pod_that_names_its_instance_type_is_not_placed():
                          "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
     _, comp = _compute(result)
     assert comp["instance"] == "g5.48xlarge" and comp.get("placed_on") is None
+
+
+# -- infrastructure-only jobs ----------------------------------------------------------------------------------------
+
+IMAGE_JOB = JOB.replace("command: [torchrun, --nnodes=4, --nproc_per_node=8, train.py]",
+                        "command: [torchrun, --nnodes=4, --nproc_per_node=8, /opt/megatron/pretrain_gpt.py, --train-iters, "
+                        "\"500000\"]").format(placement="          nodeSelector:\n            node.kubernetes.io/instance-type: "
+                                                        "p5.48xlarge\n")
+
+
+def test_a_training_launcher_whose_script_is_in_the_image_is_a_workload_with_unknown_code():
+    result = scan_files({"k8s/job.yaml": IMAGE_JOB})
+    [wl] = result.workloads
+    assert wl["code_known"] is False and wl["role"] == "training" and wl["code_files"] == []
+    assert wl["compute"]["instance"] == "p5.48xlarge"
+    assert any(u.startswith("code: /opt/megatron/pretrain_gpt.py is not a file of the repository") for u in wl["unknown"])
+    # the launcher, compute and environment checks run: 4 nodes of p5 with no EFA request
+    assert codes({"k8s/job.yaml": IMAGE_JOB}, fields=("code", "path", "line")) == [("NET001", "k8s/job.yaml", 19)]
+
+
+def test_rules_that_read_training_code_stay_silent_on_unknown_code():
+    # no precision, no checkpoint, no loader evidence: with the code unseen, none of them is evidence of absence
+    spot = IMAGE_JOB.replace("            node.kubernetes.io/instance-type: p5.48xlarge\n",
+                             "            node.kubernetes.io/instance-type: p5.48xlarge\n            "
+                             "karpenter.sh/capacity-type: spot\n")
+    found = set(codes({"k8s/job.yaml": spot}))
+    assert not found & {"AMP001", "SPOT001", "SPOT002", "IO001", "MEM003"}, found
+
+
+def test_an_image_script_with_no_training_evidence_is_not_a_workload():
+    evaluation = IMAGE_JOB.replace("/opt/megatron/pretrain_gpt.py, --train-iters, \"500000\"", "/opt/app/evaluate.py")
+    assert scan_files({"k8s/job.yaml": evaluation}).workloads == []
+
+
+def test_a_script_of_the_repository_is_linked_as_code_not_as_an_infrastructure_job():
+    job = JOB.format(placement="          nodeSelector:\n            node.kubernetes.io/instance-type: p5.48xlarge\n")
+    result = scan_files({"k8s/job.yaml": job, "train.py": TRAIN})
+    [wl] = result.workloads
+    assert wl["entrypoint"] == "train.py" and "code_known" not in wl

@@ -114,6 +114,11 @@ class Workload:
     unknown: list[str] = field(default_factory=list)
     overrides: dict = field(default_factory=dict)  # from the config's workloads table
     job_computes: list[Compute] = field(default_factory=list)  # other targets of the same job
+    #: False for a job whose script is not a file of the repository (in its image, fetched at run time): rules that
+    #: read training code skip it (gpulint.rule.Rule.reads_code)
+    code_known: bool = True
+    #: why the launcher alone says it trains (``torchrun ... pretrain_gpt.py --train-iters``), for such a job
+    launch_training: str | None = None
     #: set by gpulint.resolve.resolver before any rule runs
     resolution: "WorkloadResolution | None" = None
 
@@ -128,7 +133,7 @@ class Workload:
 
     @property
     def trains(self) -> bool:
-        return self.has("trains")
+        return self.has("trains") or bool(self.launch_training)
 
     @property
     def role(self) -> str:
@@ -668,12 +673,87 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
         wl.env = [f for f in c.facts if f.kind == "env"]
         wl.facts = [f for f in repo.facts.get(c.path, []) if f.target == c.target and f.kind.startswith(("model.", "precision", "serves", "quantized_load"))]
         workloads[wl.name] = wl
+    _infrastructure_jobs(workloads, uses, computes, repo, scope)
     for wl in workloads.values():
         if wl.compute is None and not any("compute: ambiguous" in u for u in wl.unknown):
             wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
         if not wl.launchers and wl.code_files:
             wl.unknown.append("launcher: nothing in the repository starts this script")
     return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities)
+
+
+#: launchers that start distributed training processes (python alone counts with training evidence only)
+_TRAINING_LAUNCHERS = ("torchrun", "hyperpodrun", "deepspeed", "accelerate", "composer", "python")
+#: a script or module named for training (pretrain_gpt.py, finetune.py, train_sft.py, run_dpo.py ...)
+_TRAINING_NAME = re.compile(r"(?:^|[/_\-.])(?:pre)?train(?:ing|er)?(?:[_\-.]|$)|fine[_-]?tun|(?:^|[/_\-.])(?:sft|dpo|ppo|grpo|rlhf|orpo|kto)"
+                            r"(?:[_\-.]|$)", re.I)
+#: flags only a training run takes
+_TRAINING_FLAGS = ("--max_steps", "--max-steps", "--num_train_epochs", "--train_iters", "--train-iters", "--train-samples",
+                   "--learning_rate", "--learning-rate", "--lr", "--save_steps", "--save-interval", "--micro-batch-size",
+                   "--micro_batch_size", "--global-batch-size", "--global_batch_size", "--per_device_train_batch_size",
+                   "--gradient_accumulation_steps", "--num-epochs", "--num_epochs", "--epochs")
+
+
+def _launch_training(fact: Fact) -> str | None:
+    """Why a launch alone says it runs training: a distributed launcher with a script named for training or a
+    training flag. None when the launch does not say (an evaluation, a server, a shell script)."""
+    v = fact.value if isinstance(fact.value, dict) else {}
+    tool = v.get("tool")
+    if tool not in _TRAINING_LAUNCHERS:
+        return None
+    name = str(v.get("script") or v.get("module") or "")
+    flags = [a.split("=", 1)[0] for a in v.get("args") or [] if isinstance(a, str) and a.startswith("--")]
+    hit = next((f for f in flags if f in _TRAINING_FLAGS), None)
+    if _TRAINING_NAME.search(posixpath.basename(name) or name.rsplit(".", 1)[-1]):
+        return f"{tool} runs {name}, named for training"
+    if hit:
+        return f"{tool} runs {name or 'its program'} with {hit}, a training flag"
+    return None
+
+
+def _not_in_repository(fact: Fact, repo: Repo) -> str | None:
+    """Where the launch's code lives when it is not a file of the repository ("fetched at run time", "in the image"),
+    or None when it may be one (a literal name some file of the repository has, a script held in a variable)."""
+    v = fact.value if isinstance(fact.value, dict) else {}
+    if (fact.attrs or {}).get("fetched"):
+        return "fetched at run time"
+    script, module = v.get("script"), v.get("module")
+    if module:
+        tail = module.rsplit(".", 1)[-1] + ".py"
+        return None if any(posixpath.basename(p) == tail for p in repo.files_of_kind(*CODE_KINDS)) else \
+            f"module {module} is not a file of the repository (in the image)"
+    if not isinstance(script, str) or not script.endswith(".py") or "$" in script or "{" in script:
+        return None
+    tail = posixpath.basename(script)
+    if any(posixpath.basename(p) == tail for p in repo.files_of_kind(*CODE_KINDS)):
+        return None
+    return f"{script} is not a file of the repository (in the image)"
+
+
+def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], computes: dict[str, Compute], repo: Repo,
+                         scope: "Scope") -> None:
+    """A training launcher on GPU compute whose script is not in the repository is a workload whose code is unknown:
+    the checks that need only its launcher, compute and environment (RDMA, idle GPUs, cost) still apply to it."""
+    claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    for u in uses:
+        if not u.holder or u.holder in claimed or scope.outside(u.path):
+            continue
+        c = computes[u.holder]
+        if not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)
+                or (c.placed_on is not None and c.placed_on.has_gpu_hint())):
+            continue
+        where = _not_in_repository(u.fact, repo)
+        trains = _launch_training(u.fact) if where else None
+        if not trains:
+            continue
+        shown = u.fact.value.get("script") or u.fact.value.get("module")
+        wl = Workload(name=f"{c.id} ({shown})", entrypoint=u.path, code_known=False, launch_training=trains)
+        wl.reasons.append(f"infrastructure: {u.fact.loc.short()} runs {shown} on {c.id}: {where}")
+        _attach_launcher(wl, u, repo, computes)
+        wl.unknown.append(f"code: {where}: checks that read the training code (precision, data loading, checkpoints, "
+                          "model size) do not apply; those of its launcher, compute and environment do")
+        workloads[wl.name] = wl
+        claimed.add(c.id)
 
 
 def _stray_copies(entries: dict[str, list[_Use]], repo: Repo, pinned: set) -> dict[str, str]:
@@ -759,7 +839,8 @@ def _attach_launcher(wl: Workload, use: _Use, repo: Repo, computes: dict[str, Co
     fact = use.fact
     wl.launchers.append(fact)
     chain = "".join(f"{v}; " for v in use.via)
-    wl.reasons.append(f"launcher: {chain}{fact.loc.short()} runs {wl.entrypoint}")
+    if wl.code_known:
+        wl.reasons.append(f"launcher: {chain}{fact.loc.short()} runs {wl.entrypoint}")
     if use.holder:
         c = computes[use.holder]
         if wl.compute is None:

@@ -564,6 +564,8 @@ def _role(wl: Workload, rc: ResolvedCompute | None) -> tuple[str, str]:
     trains = wl.code_facts("trains")
     if trains:
         return TRAINING, f"{trains[0].value.get('via')} at {trains[0].loc.short()}"
+    if wl.launch_training:  # a job whose code is not in the repository: its launcher says it trains
+        return TRAINING, f"the launcher: {wl.launch_training}"
     serves = wl.code_facts("serves")
     if serves:
         return INFERENCE, f"serves with {serves[0].value.get('via')} at {serves[0].loc.short()}"

@@ -342,7 +342,7 @@ class Scanner:
             if type(rule).check_workload is Rule.check_workload:
                 continue
             for wl in workloads:
-                if wl.role not in rule.roles:
+                if wl.role not in rule.roles or (rule.reads_code and not wl.code_known):
                     continue
                 try:
                     for f in rule.check_workload(wl, wctx) or ():
@@ -755,6 +755,7 @@ def workload_json(wl: Workload) -> dict:
         "entrypoint": wl.entrypoint,
         "role": wl.role,
         "code_files": wl.code_files,
+        **({} if wl.code_known else {"code_known": False}),
         "launchers": [f.to_json() for f in wl.launchers],
         "configs": wl.configs,
         "compute": compute,
