@@ -2,19 +2,25 @@
 ``from conftest import run_cli``): one in-process scan (gpulint.testing) and one way to turn its findings into the
 tuples a test compares.
 
-    findings(files, prefix="", **scan_kwargs)                 the Finding objects whose code starts with prefix
-    codes(files, prefix="", fields=("code",), sort=False, **scan_kwargs)
+    findings(files, prefix="", path=None, **scan_kwargs)      the Finding objects whose code starts with prefix
+                                                              (and, given path, that are in that file)
+    codes(files, prefix="", fields=("code",), sort=False, path=None, **scan_kwargs)
                                                               the same findings as values (one field) or tuples
-    rows(found, fields=("code",))                             that shaping alone, for Finding objects or the
+    rows(found, fields=("code",), prefix="", sort=False, unique=False)
+                                                              that shaping alone, for Finding objects or the
                                                               JSON report's finding dicts (CLI tests)
+    reported(proc, returncodes=(0, 1))                        the finding dicts of the JSON report a
+                                                              `gpulint scan --format json` process printed
 
 ``files`` is a repository as {path: text}, written to a temporary folder (gpulint.testing.scan_files), or a folder
 already on disk (gpulint.testing.scan_tree, its own .gpulint.toml read as a scan would). ``scan_kwargs`` are
 scan_files's: ``select`` (a list of codes or families, or one comma-separated string), ``config_text``, ``host``.
-Findings come in the scan's own order (by path, line, column, code, message); ``sort=True`` sorts the rows instead.
+Findings come in the scan's own order (by path, line, column, code, message); ``sort=True`` sorts the rows instead,
+``unique=True`` keeps each distinct row once, sorted.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from gpulint.core.model import Finding
@@ -32,10 +38,13 @@ FIELDS = {
 #: shapes the tests use
 AT = ("code", "path", "line")
 SEVERITY_AT = ("code", "severity", "path", "line")
+AT_MESSAGE = ("code", "path", "line", "message")
 
 
-def findings(files: dict[str, str] | Path, prefix: str | tuple[str, ...] = "", **scan_kwargs) -> list[Finding]:
-    """The findings of a scan of ``files`` whose code starts with ``prefix`` (a string or a tuple of them)."""
+def findings(files: dict[str, str] | Path, prefix: str | tuple[str, ...] = "", path: str | None = None,
+             **scan_kwargs) -> list[Finding]:
+    """The findings of a scan of ``files`` whose code starts with ``prefix`` (a string or a tuple of them) and, given
+    ``path``, that are in that file."""
     select = scan_kwargs.pop("select", None)
     if isinstance(select, str):
         select = select.split(",")
@@ -43,22 +52,52 @@ def findings(files: dict[str, str] | Path, prefix: str | tuple[str, ...] = "", *
         result, _ = scan_tree(files, select=select, **scan_kwargs)
     else:
         result = scan_files(files, select=select, **scan_kwargs)
-    return [f for f in result.findings if f.code.startswith(prefix)]
+    return [f for f in result.findings if f.code.startswith(prefix) and (path is None or f.loc.path == path)]
 
 
-def rows(found, fields: tuple[str, ...] = ("code",)) -> list:
-    """One value per finding for a single field, a tuple of the fields for several."""
+def rows(found, fields: tuple[str, ...] = ("code",), prefix: str | tuple[str, ...] = "", sort: bool = False,
+         unique: bool = False) -> list:
+    """One value per finding for a single field, a tuple of the fields for several; only the findings whose code
+    starts with ``prefix``; sorted with ``sort``, each distinct row once (sorted) with ``unique``."""
     def value(f, field):
         return f[field] if isinstance(f, dict) else FIELDS[field](f)
 
+    found = [f for f in found if value(f, "code").startswith(prefix)]
     if len(fields) == 1:
-        return [value(f, fields[0]) for f in found]
-    return [tuple(value(f, field) for field in fields) for f in found]
+        out = [value(f, fields[0]) for f in found]
+    else:
+        out = [tuple(value(f, field) for field in fields) for f in found]
+    if unique:
+        return sorted(set(out))
+    return sorted(out) if sort else out
 
 
 def codes(files: dict[str, str] | Path, prefix: str | tuple[str, ...] = "", fields: tuple[str, ...] = ("code",),
-          sort: bool = False, **scan_kwargs) -> list:
-    """``findings(files, prefix, **scan_kwargs)`` as rows of ``fields``: ["AMP001", ...] by default,
+          sort: bool = False, path: str | None = None, **scan_kwargs) -> list:
+    """``findings(files, prefix, path, **scan_kwargs)`` as rows of ``fields``: ["AMP001", ...] by default,
     [("AMP001", "warning", "train.py", 12), ...] with ``fields=SEVERITY_AT``."""
-    out = rows(findings(files, prefix, **scan_kwargs), fields)
-    return sorted(out) if sort else out
+    return rows(findings(files, prefix, path, **scan_kwargs), fields, sort=sort)
+
+
+def reported(proc, returncodes: tuple[int, ...] = (0, 1)) -> list[dict]:
+    """The finding dicts of the JSON report a ``gpulint scan --format json`` process printed, once its exit status
+    is one of ``returncodes`` (0 clean, 1 findings at the failing severity)."""
+    assert proc.returncode in returncodes, proc.stderr
+    return json.loads(proc.stdout)["findings"]
+
+
+def cli_findings(repo: Path, select: str) -> list[dict]:
+    """The finding dicts of ``gpulint scan REPO --select SELECT --exit-zero`` through the CLI, run in REPO."""
+    from conftest import run_cli
+
+    return reported(run_cli("scan", repo, "--format", "json", "--select", select, "--exit-zero", cwd=repo), (0,))
+
+
+def cli_scan(path, *args, cwd=None) -> tuple[int, list[tuple[str, str, int]], dict]:
+    """``gpulint scan PATH --format json ARGS`` through the CLI: its exit status (0 or 1), its findings as sorted
+    (code, path, line) rows and the whole JSON report."""
+    from conftest import run_cli
+
+    proc = run_cli("scan", path, "--format", "json", *args, cwd=cwd)
+    found = reported(proc)
+    return proc.returncode, rows(found, AT, sort=True), json.loads(proc.stdout)

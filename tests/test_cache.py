@@ -11,15 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, read_all, run_cli
+from helpers import reported
 
 #: fixtures with cross-file workloads, notebooks, a syntax error and infrastructure
 SAMPLES = ["pytorch-fp32-loop", "broken", "notebook", "accelerate-no-mp", "wl-terraform-gcp", "cost-eks-always-on"]
-
-
-def _findings(proc) -> list[dict]:
-    assert proc.returncode in (0, 1), proc.stderr
-    data = json.loads(proc.stdout)
-    return data["findings"]
 
 
 def _scan(path, *extra, cwd=None, env=None):
@@ -42,11 +37,11 @@ def _stats(proc) -> tuple[int, int]:
 @pytest.mark.parametrize("name", SAMPLES)
 def test_findings_identical_cold_warm_uncached_and_for_every_jobs(name, tmp_path):
     repo = _copy(name, tmp_path)
-    cold = _findings(_scan(repo))
-    warm = _findings(_scan(repo))
-    uncached = _findings(_scan(repo, "--no-cache"))
-    one = _findings(_scan(repo, "--no-cache", "--jobs", "1"))
-    three = _findings(_scan(repo, "--no-cache", "--jobs", "3"))
+    cold = reported(_scan(repo))
+    warm = reported(_scan(repo))
+    uncached = reported(_scan(repo, "--no-cache"))
+    one = reported(_scan(repo, "--no-cache", "--jobs", "1"))
+    three = reported(_scan(repo, "--no-cache", "--jobs", "3"))
     assert cold, "the fixture must have findings for the comparison to mean anything"
     assert cold == warm == uncached == one == three
 
@@ -64,9 +59,9 @@ def test_warm_scan_reads_only_the_changed_file(tmp_path):
     train.write_text(train.read_text().replace('init_process_group("gloo")', 'init_process_group("nccl")'))
     third = _scan(repo, "--verbose")
     assert _stats(third) == (files - 1, 1)
-    assert "NET005" in {f["code"] for f in _findings(first)}
-    assert "NET005" not in {f["code"] for f in _findings(third)}
-    assert _findings(third) == _findings(_scan(repo, "--no-cache"))
+    assert "NET005" in {f["code"] for f in reported(first)}
+    assert "NET005" not in {f["code"] for f in reported(third)}
+    assert reported(third) == reported(_scan(repo, "--no-cache"))
 
 
 def test_no_cache_neither_reads_nor_writes(tmp_path):
@@ -94,7 +89,7 @@ def test_default_location_is_the_project_root_and_clean_removes_it(tmp_path):
     assert (repo / ".gpulint_cache" / "CACHEDIR.TAG").is_file()
     # the cache folder is never scanned itself
     listed = _scan(repo, env=env, cwd=repo)
-    assert not any(".gpulint_cache" in f["path"] for f in _findings(listed))
+    assert not any(".gpulint_cache" in f["path"] for f in reported(listed))
     proc = run_cli("clean", repo, env=env, cwd=repo)
     assert proc.returncode == 0 and "removed" in proc.stdout
     assert not (repo / ".gpulint_cache").exists()
@@ -117,7 +112,7 @@ def test_a_planted_cache_file_is_never_unpickled(tmp_path):
     repo = _copy("pytorch-fp32-loop", tmp_path)
     cache = tmp_path / "cache"
     env = {"GPULINT_CACHE_DIR": str(cache)}
-    expected = _findings(_scan(repo, env=env))
+    expected = reported(_scan(repo, env=env))
     marker = tmp_path / "pwned"
 
     class Evil:
@@ -130,7 +125,7 @@ def test_a_planted_cache_file_is_never_unpickled(tmp_path):
         entry.write_bytes(magic + b"\0" * 32 + pickle.dumps(Evil()))
     proc = _scan(repo, "--verbose", env=env)
     assert not marker.exists()
-    assert _findings(proc) == expected
+    assert reported(proc) == expected
     assert _stats(proc)[0] == 0  # ignored: the scan ran cold
 
 
@@ -138,14 +133,14 @@ def test_a_corrupt_or_foreign_cache_is_a_cold_scan(tmp_path):
     repo = _copy("pytorch-fp32-loop", tmp_path)
     cache = tmp_path / "cache"
     env = {"GPULINT_CACHE_DIR": str(cache)}
-    expected = _findings(_scan(repo, env=env))
+    expected = reported(_scan(repo, env=env))
     for entry in cache.glob("v*/*.cache"):
         entry.write_bytes(entry.read_bytes()[:40])
-    assert _findings(_scan(repo, env=env)) == expected
+    assert reported(_scan(repo, env=env)) == expected
     # another user's key (or another machine's): the file does not verify
     other = tmp_path / "other-home"
     proc = _scan(repo, "--verbose", env={**env, "XDG_CACHE_HOME": str(other)})
-    assert _findings(proc) == expected and _stats(proc)[0] == 0
+    assert reported(proc) == expected and _stats(proc)[0] == 0
 
 
 def test_unwritable_cache_folder_scans_without_it(tmp_path):
@@ -154,16 +149,16 @@ def test_unwritable_cache_folder_scans_without_it(tmp_path):
     blocker.write_text("a file where the cache folder would be")
     proc = _scan(repo, env={"GPULINT_CACHE_DIR": str(blocker / "cache")})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert _findings(proc) == _findings(_scan(repo, "--no-cache"))
+    assert reported(proc) == reported(_scan(repo, "--no-cache"))
 
 
 def test_settings_are_part_of_the_key(tmp_path):
     """A configuration change that changes per-file results (budgets, options) is not served stale."""
     repo = _copy("broken", tmp_path)
-    before = _findings(_scan(repo))
+    before = reported(_scan(repo))
     assert any(f["code"] == "SYS001" for f in before)
     (repo / ".gpulint.toml").write_text('exclude = ["*.py", "*.yaml", "*.yml", "*.json", "*.ipynb"]\n')
-    after = _findings(_scan(repo))
+    after = reported(_scan(repo))
     assert not any(f["code"] == "SYS001" and f["path"].endswith((".py", ".yaml")) for f in after)
 
 
@@ -190,7 +185,7 @@ def test_several_folders_scan_exactly_those_folders(tmp_path):
                                            for n in ("pytorch-fp32-loop", "notebook"))
     assert whole["summary"]["files"] > data["summary"]["files"]
     # the findings of the two folders are what each folder gives on its own
-    alone = [f for name in ("notebook", "pytorch-fp32-loop") for f in _findings(run_cli("scan", name, "--format", "json", cwd=root))]
+    alone = [f for name in ("notebook", "pytorch-fp32-loop") for f in reported(run_cli("scan", name, "--format", "json", cwd=root))]
     assert sorted(f["code"] for f in data["findings"]) == sorted(f["code"] for f in alone)
 
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES, ROOT, read_all, run_cli
 
 from gpulint import __version__
+from helpers import AT, reported, rows
 def copy_fixture(name, tmp_path, git=False):
     repo = tmp_path / name
     shutil.copytree(FIXTURES / name, repo)
@@ -20,17 +21,13 @@ def copy_fixture(name, tmp_path, git=False):
     return repo
 
 
-def findings(proc) -> list[tuple[str, str, int]]:
-    return [(f["code"], f["path"], f["line"]) for f in json.loads(proc.stdout)["findings"]]
-
-
 # -- editor mode: scan - --stdin-filename -------------------------------------------------
 def test_stdin_text_replaces_the_file_on_disk(tmp_path):
     repo = copy_fixture("pytorch-fp32-loop", tmp_path)
     on_disk = (repo / "train.py").read_text()
     edited = on_disk.replace("model = nn.DataParallel(model)", "model = model  # DDP comes next")
     proc = run_cli("scan", "-", "--stdin-filename", "train.py", "--format", "json", cwd=repo, input_text=edited)
-    got = findings(proc)
+    got = rows(reported(proc), AT)
     assert ("NET006", "train.py", 27) not in got  # the unsaved edit wins over the disk
     assert ("AMP001", "train.py", 36) in got
     assert {p for _, p, _ in got} == {"train.py"}  # only the buffer is reported
@@ -44,7 +41,7 @@ def test_stdin_buffer_is_fixed_while_disk_is_not(tmp_path):
     assert proc.returncode == 0, proc.stdout
     broken = text.replace("with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16):", "if True:")
     proc = run_cli("scan", "-", "--stdin-filename", "train.py", "--format", "json", cwd=repo, input_text=broken)
-    assert [c for c, _, _ in findings(proc)] == ["AMP001"]
+    assert [c for c, _, _ in rows(reported(proc), AT)] == ["AMP001"]
     assert (repo / "train.py").read_text() == text  # nothing written back
 
 
@@ -56,17 +53,17 @@ def test_stdin_uses_the_repository_as_context(tmp_path):
                                                  "--dataloader_num_workers 4\n")
     buf = (repo / "train.py").read_text().replace("parser.parse_json_file(json_file=sys.argv[1])", "parser.parse_args_into_dataclasses()")
     proc = run_cli("scan", "-", "--stdin-filename", str(repo / "train.py"), "--format", "json", input_text=buf)
-    assert findings(proc) == [], proc.stdout
+    assert rows(reported(proc), AT) == [], proc.stdout
     (repo / "scripts" / "run_sft.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --output_dir out "
                                                  "--dataloader_num_workers 4\n")
     proc = run_cli("scan", "-", "--stdin-filename", str(repo / "train.py"), "--format", "json", input_text=buf)
-    assert [(c, p) for c, p, _ in findings(proc)] == [("AMP001", "train.py")]
+    assert [(c, p) for c, p, _ in rows(reported(proc), AT)] == [("AMP001", "train.py")]
 
 
 def test_stdin_syntax_error_is_sys001(tmp_path):
     repo = copy_fixture("clean", tmp_path)
     proc = run_cli("scan", "-", "--stdin-filename", "train.py", "--format", "json", cwd=repo, input_text="import torch\ndef f(:\n")
-    assert findings(proc) == [("SYS001", "train.py", 2)]
+    assert rows(reported(proc), AT) == [("SYS001", "train.py", 2)]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -96,9 +93,9 @@ def test_stdin_filename_in_a_folder_not_created_yet(tmp_path):
 def test_only_the_given_files_are_reported(tmp_path):
     repo = copy_fixture("broken", tmp_path, git=True)
     proc = run_cli("scan", "train.py", "configs/train.yaml", "--format", "json", cwd=repo)
-    assert findings(proc) == [("SYS001", "configs/train.yaml", 6), ("AMP001", "train.py", 19)]  # not seg/augment.py
+    assert rows(reported(proc), AT) == [("SYS001", "configs/train.yaml", 6), ("AMP001", "train.py", 19)]  # not seg/augment.py
     proc = run_cli("scan", "train.py", "--format", "json", cwd=repo)
-    assert findings(proc) == [("AMP001", "train.py", 19)]
+    assert rows(reported(proc), AT) == [("AMP001", "train.py", 19)]
 
 
 def test_file_in_a_subdirectory_keeps_its_repository_path(tmp_path):
@@ -113,7 +110,7 @@ def test_passing_only_the_launcher_reports_the_findings_it_is_evidence_for(tmp_p
     repo = copy_fixture("accelerate-no-mp", tmp_path, git=True)
     proc = run_cli("scan", "scripts/train.sh", "--format", "json", cwd=repo)
     assert proc.returncode == 1
-    assert findings(proc) == [("AMP001", "configs/accelerate.yaml", 8)]
+    assert rows(reported(proc), AT) == [("AMP001", "configs/accelerate.yaml", 8)]
     assert any(r["path"] == "scripts/train.sh" for r in json.loads(proc.stdout)["findings"][0]["related"])
 
 
@@ -145,7 +142,7 @@ def test_passing_train_py_uses_the_launchers_config_as_context(tmp_path):
     cfg = repo / "configs" / "accelerate.yaml"
     cfg.write_text(cfg.read_text().replace('mixed_precision: "no"', "mixed_precision: bf16"))
     proc = run_cli("scan", "train.py", "--format", "json", cwd=repo)
-    assert findings(proc) == [] and proc.returncode == 0
+    assert rows(reported(proc), AT) == [] and proc.returncode == 0
     assert [w["entrypoint"] for w in json.loads(proc.stdout)["workloads"]] == ["train.py"]
 
 
@@ -155,16 +152,16 @@ def test_given_files_limit_what_is_reported(tmp_path):
     # when the config is among the given files, and not when only train.py is.
     repo = copy_fixture("accelerate-no-mp", tmp_path, git=True)
     only_code = run_cli("scan", "train.py", "--format", "json", cwd=repo)
-    assert findings(only_code) == [] and only_code.returncode == 0
+    assert rows(reported(only_code), AT) == [] and only_code.returncode == 0
     with_config = run_cli("scan", "train.py", "configs/accelerate.yaml", "--format", "json", cwd=repo)
-    assert findings(with_config) == [("AMP001", "configs/accelerate.yaml", 8)]
+    assert rows(reported(with_config), AT) == [("AMP001", "configs/accelerate.yaml", 8)]
     assert with_config.returncode == 1
 
 
 def test_passing_train_py_reports_its_own_findings_with_launcher_context(tmp_path):
     repo = copy_fixture("pytorch-fp32-loop", tmp_path, git=True)
     proc = run_cli("scan", "train.py", "--format", "json", cwd=repo)
-    assert findings(proc) == [("NET005", "train.py", 24), ("NET006", "train.py", 27), ("IO001", "train.py", 30),
+    assert rows(reported(proc), AT) == [("NET005", "train.py", 24), ("NET006", "train.py", 27), ("IO001", "train.py", 30),
                               ("IO002", "train.py", 30), ("AMP001", "train.py", 36)]
     assert any("launch.sh" in l["path"] for w in json.loads(proc.stdout)["workloads"] for l in w["launchers"])
 
@@ -255,9 +252,9 @@ def test_output_format_is_an_alias_of_format():
 
 def test_extend_select_adds_to_the_selection():
     cwd = FIXTURES / "pytorch-fp32-loop"
-    only_io = {c for c, _, _ in findings(run_cli("scan", ".", "--select", "IO", "--format", "json", cwd=cwd))}
+    only_io = {c for c, _, _ in rows(reported(run_cli("scan", ".", "--select", "IO", "--format", "json", cwd=cwd)), AT)}
     assert only_io == {"IO001", "IO002"}
-    more = {c for c, _, _ in findings(run_cli("scan", ".", "--select", "IO", "--extend-select", "AMP001", "--format", "json", cwd=cwd))}
+    more = {c for c, _, _ in rows(reported(run_cli("scan", ".", "--select", "IO", "--extend-select", "AMP001", "--format", "json", cwd=cwd)), AT)}
     assert more == {"IO001", "IO002", "AMP001"}
     bad = run_cli("scan", ".", "--extend-select", "NOPE9", cwd=cwd)
     assert bad.returncode == 2 and "--extend-select: unknown rule code or prefix 'NOPE9'" in bad.stderr

@@ -2,12 +2,12 @@
 bad configuration is reported (exit 2, file + key + problem, no traceback)."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
 from conftest import FIXTURES, run_cli
+from helpers import cli_scan, rows
 
 ALL_FP32 = [("AMP001", "train.py", 36), ("IO001", "train.py", 30), ("IO002", "train.py", 30),
             ("NET005", "train.py", 24), ("NET006", "train.py", 27)]
@@ -20,61 +20,50 @@ def repo(tmp_path):
     return dst
 
 
-def scan(path, *args, cwd=None):
-    proc = run_cli("scan", path, "--format", "json", *args, cwd=cwd)
-    assert proc.returncode in (0, 1), proc.stderr
-    data = json.loads(proc.stdout)
-    return proc.returncode, sorted((f["code"], f["path"], f["line"]) for f in data["findings"]), data
-
-
-def codes(path, *args):
-    return sorted({c for c, _, _ in scan(path, *args)[1]})
-
-
 # -- where configuration comes from -------------------------------------------------------------
 def test_pyproject_tool_table(repo):
     (repo / "pyproject.toml").write_text('[project]\nname = "imgcls"\n\n[tool.gpulint]\nselect = ["AMP", "NET006"]\n')
-    assert codes(repo) == ["AMP001", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "NET006"]
 
 
 def test_pyproject_without_tool_table_is_not_a_config(repo):
     (repo / "pyproject.toml").write_text('[project]\nname = "imgcls"\n[tool.ruff]\nline-length = 100\n')
-    assert codes(repo) == ["AMP001", "IO001", "IO002", "NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "IO001", "IO002", "NET005", "NET006"]
 
 
 def test_dot_gpulint_toml(repo):
     (repo / ".gpulint.toml").write_text('ignore = ["IO"]\n')
-    assert codes(repo) == ["AMP001", "NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "NET005", "NET006"]
 
 
 def test_dot_gpulint_yaml_plain_and_nested(repo):
     (repo / ".gpulint.yaml").write_text("select: [IO001]\n")
-    assert codes(repo) == ["IO001"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["IO001"]
     (repo / ".gpulint.yaml").write_text("gpulint:\n  select: [NET]\n")
-    assert codes(repo) == ["NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["NET005", "NET006"]
 
 
 def test_dedicated_file_wins_over_pyproject_in_the_same_directory(repo):
     (repo / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["NET"]\n')
     (repo / ".gpulint.toml").write_text('select = ["IO"]\n')
-    assert codes(repo) == ["IO001", "IO002"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["IO001", "IO002"]
 
 
 def test_discovered_upward_from_the_scanned_path(tmp_path):
     top = tmp_path / "mono"
     shutil.copytree(FIXTURES / "pytorch-fp32-loop", top / "vision")
     (top / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["AMP"]\n')
-    assert codes(top / "vision") == ["AMP001"]
+    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["AMP001"]
     # a nearer config wins over the one further up
     (top / "vision" / ".gpulint.yaml").write_text("select: [NET]\n")
-    assert codes(top / "vision") == ["NET005", "NET006"]
+    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["NET005", "NET006"]
 
 
 def test_explicit_config_option(repo, tmp_path):
     cfg = tmp_path / "ci-gpulint.toml"
     cfg.write_text('select = ["NET006"]\n')
     (repo / ".gpulint.toml").write_text('select = ["IO"]\n')
-    assert codes(repo, "--config", cfg) == ["NET006"]
+    assert rows(cli_scan(repo, "--config", cfg)[2]["findings"], unique=True) == ["NET006"]
 
 
 def test_explicit_config_that_does_not_exist(repo):
@@ -98,26 +87,26 @@ def test_explicit_config_that_does_not_exist(repo):
 ])
 def test_select_ignore_prefixes(repo, config, expected):
     (repo / ".gpulint.toml").write_text(config)
-    assert codes(repo) == expected
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == expected
 
 
 def test_cli_select_replaces_config_select_and_cli_ignore_adds(repo):
     (repo / ".gpulint.toml").write_text('select = ["AMP"]\nignore = ["NET005"]\n')
-    assert codes(repo, "--select", "NET") == ["NET006"]  # config ignore still applies
-    assert codes(repo, "--ignore", "AMP") == []
+    assert rows(cli_scan(repo, "--select", "NET")[2]["findings"], unique=True) == ["NET006"]  # config ignore still applies
+    assert rows(cli_scan(repo, "--ignore", "AMP")[2]["findings"], unique=True) == []
 
 
 def test_extend_select_enables_a_rule_that_is_off_by_default(repo, host):
     # every built-in rule is on by default; extend-select keeps the defaults and adds to them
     (repo / ".gpulint.toml").write_text('extend-select = ["SYS"]\n')
-    assert codes(repo) == ["AMP001", "IO001", "IO002", "NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "IO001", "IO002", "NET005", "NET006"]
 
 
 def test_parse_errors_are_reported_even_when_not_selected(tmp_path):
     repo = tmp_path / "b"
     shutil.copytree(FIXTURES / "broken", repo)
     (repo / ".gpulint.toml").write_text('select = ["NET"]\n')
-    assert codes(repo) == ["SYS001"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["SYS001"]
 
 
 @pytest.mark.parametrize("how", ["config", "cli"])
@@ -126,23 +115,23 @@ def test_parse_errors_can_be_ignored_explicitly(tmp_path, how):
     shutil.copytree(FIXTURES / "broken", repo)
     if how == "config":
         (repo / ".gpulint.toml").write_text('ignore = ["SYS001"]\n')
-        assert codes(repo) == ["AMP001"]
+        assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001"]
     else:
-        assert codes(repo, "--ignore", "SYS001") == ["AMP001"]
+        assert rows(cli_scan(repo, "--ignore", "SYS001")[2]["findings"], unique=True) == ["AMP001"]
 
 
 # -- fail-on, severity -----------------------------------------------------------------------------
 def test_fail_on_from_config_and_cli_override(repo):
     (repo / ".gpulint.toml").write_text('fail-on = "error"\n')
-    assert scan(repo)[0] == 0
-    assert scan(repo, "--fail-on", "warning")[0] == 1
+    assert cli_scan(repo)[0] == 0
+    assert cli_scan(repo, "--fail-on", "warning")[0] == 1
     (repo / ".gpulint.toml").write_text('fail-on = "info"\nselect = ["IO002"]\n')
-    assert scan(repo)[0] == 1
+    assert cli_scan(repo)[0] == 1
 
 
 def test_severity_override(repo):
     (repo / ".gpulint.toml").write_text('fail-on = "error"\n[severity]\nAMP001 = "error"\nIO001 = "info"\n')
-    rc, _, data = scan(repo)
+    rc, _, data = cli_scan(repo)
     sev = {f["code"]: f["severity"] for f in data["findings"]}
     assert sev["AMP001"] == "error" and sev["IO001"] == "info" and sev["NET006"] == "warning"
     assert data["summary"]["findings"] == {"error": 1, "warning": 2, "info": 2}
@@ -154,30 +143,30 @@ def test_exclude_globs(tmp_path):
     repo = tmp_path / "b"
     shutil.copytree(FIXTURES / "broken", repo)
     (repo / ".gpulint.toml").write_text('exclude = ["configs/*.yaml", "seg/**"]\n')
-    assert scan(repo)[1] == [("AMP001", "train.py", 19)]
+    assert cli_scan(repo)[1] == [("AMP001", "train.py", 19)]
 
 
 def test_exclude_is_relative_to_the_config_directory(tmp_path):
     top = tmp_path / "mono"
     shutil.copytree(FIXTURES / "broken", top / "seg-project")
     (top / ".gpulint.toml").write_text('exclude = ["seg-project/configs/**"]\n')
-    assert scan(top / "seg-project")[1] == [("AMP001", "train.py", 19), ("SYS001", "seg/augment.py", 11)]
+    assert cli_scan(top / "seg-project")[1] == [("AMP001", "train.py", 19), ("SYS001", "seg/augment.py", 11)]
 
 
 def test_per_file_ignores(repo):
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"train.py" = ["IO", "NET006"]\n"scripts/*" = ["ALL"]\n')
-    assert codes(repo) == ["AMP001", "NET005"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "NET005"]
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"*.py" = ["ALL"]\n')
-    assert codes(repo) == []
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == []
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"imgcls/**" = ["ALL"]\n')
-    assert len(codes(repo)) == 5
+    assert len(rows(cli_scan(repo)[2]["findings"], unique=True)) == 5
 
 
 def test_per_file_ignores_are_relative_to_the_config_directory(tmp_path):
     top = tmp_path / "mono"
     shutil.copytree(FIXTURES / "pytorch-fp32-loop", top / "vision")
     (top / "pyproject.toml").write_text('[tool.gpulint.per-file-ignores]\n"vision/train.py" = ["IO"]\n')
-    assert codes(top / "vision") == ["AMP001", "NET005", "NET006"]
+    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["AMP001", "NET005", "NET006"]
 
 
 # -- bad configuration: exit 2, file + key + problem, never a traceback ---------------------------------

@@ -27,7 +27,8 @@ from gpulint.core.fixes import (
     plan_fixes,
 )
 from gpulint.core.model import Finding, Fix, Location, Severity
-from gpulint.testing import scan_tree, write_tree
+from gpulint.testing import write_tree
+from helpers import AT, codes
 
 TF_P4D = 'resource "aws_instance" "trainer" {\n  ami           = "ami-0abc"\n  instance_type = "p4d.24xlarge"\n}\n'
 TF_V100 = TF_P4D.replace("p4d.24xlarge", "p3.8xlarge")
@@ -66,11 +67,6 @@ def parses(path: Path) -> None:
         import hcl2
 
         hcl2.loads(text)
-
-
-def codes(root: Path, path: str | None = None) -> list[tuple[str, str, int]]:
-    result, _ = scan_tree(root)
-    return [(f.code, f.loc.path, f.loc.line) for f in result.findings if path is None or f.loc.path == path]
 
 
 # (id, files, code, --unsafe-fixes?, file that changes, text it must contain afterwards)
@@ -168,7 +164,7 @@ CASES = [
 def test_fix_applies_rescan_clean_file_parses_and_diff_writes_nothing(tmp_path, capsys, files, code, unsafe, changed, after):
     write_tree(tmp_path, files)
     before = {p: (tmp_path / p).read_text() for p in files}
-    assert any(c == code for c, _, _ in codes(tmp_path)), f"{code} does not fire on the case"
+    assert any(c == code for c, _, _ in codes(tmp_path, fields=AT)), f"{code} does not fire on the case"
     unsafe_flag = ["--unsafe-fixes"] if unsafe else []
 
     rc, diff, err = cli(capsys, "scan", tmp_path, "--select", code, "--diff", *unsafe_flag)
@@ -186,7 +182,7 @@ def test_fix_applies_rescan_clean_file_parses_and_diff_writes_nothing(tmp_path, 
     for p in files:  # nothing else was touched
         if p != changed:
             assert (tmp_path / p).read_text() == before[p]
-    left = codes(tmp_path)
+    left = codes(tmp_path, fields=AT)
     assert not [c for c in left if c[0] == code], left
     assert not [c for c in left if c[0] in ("SYS001", "SYS002")], left
 

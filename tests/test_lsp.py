@@ -21,6 +21,7 @@ from gpulint.testing import scan_files  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from lsp_client import LspClient  # noqa: E402
+from helpers import codes  # noqa: E402
 
 TRAIN_FP32 = """\
 import torch
@@ -73,10 +74,6 @@ def _apply(text: str, edit: actions.Edit) -> str:
     return text[: off(edit.start_line, edit.start_char)] + edit.text + text[off(edit.end_line, edit.end_char):]
 
 
-def _codes(files: dict[str, str], path: str) -> list[tuple[str, int]]:
-    return [(f.code, f.loc.line) for f in scan_files(files).findings if f.loc.path == path]
-
-
 # -- ranges and hover -------------------------------------------------------------------------
 def test_range_counts_utf16_units_and_ends_exclusive():
     lines = ['x = "😋"; model.cuda()']
@@ -127,8 +124,8 @@ def test_python_line_suppression_appended_and_effective():
     new = _apply(TRAIN_FP32, edit)
     assert new.splitlines()[5] == "    loss.backward()  # gpulint: ignore[AMP001]"
     compile(new, "train.py", "exec")
-    assert ("AMP001", 6) in _codes({"train.py": TRAIN_FP32}, "train.py")
-    assert "AMP001" not in [c for c, _ in _codes({"train.py": new}, "train.py")]
+    assert ("AMP001", 6) in codes({"train.py": TRAIN_FP32}, fields=("code", "line"), path="train.py")
+    assert "AMP001" not in [c for c, _ in codes({"train.py": new}, fields=("code", "line"), path="train.py")]
 
 
 def test_python_file_suppression_after_shebang_and_coding_and_effective():
@@ -136,7 +133,7 @@ def test_python_file_suppression_after_shebang_and_coding_and_effective():
     edit = actions.file_suppression("python", ("#",), text, "AMP001")
     new = _apply(text, edit)
     assert new.splitlines()[:3] == ["#!/usr/bin/env python", "# -*- coding: utf-8 -*-", "# gpulint: ignore-file[AMP001]"]
-    assert "AMP001" not in [c for c, _ in _codes({"train.py": new}, "train.py")]
+    assert "AMP001" not in [c for c, _ in codes({"train.py": new}, fields=("code", "line"), path="train.py")]
 
 
 def test_existing_directive_is_extended_not_duplicated():
@@ -171,11 +168,11 @@ def test_python_unsafe_line_ends_go_above_or_nowhere():
 
 def test_yaml_suppression_appended_and_effective():
     files = {"train.py": ACCEL_TRAIN, "accelerate_config.yaml": ACCEL_CONFIG}
-    assert ("AMP001", 3) in _codes(files, "accelerate_config.yaml")
+    assert ("AMP001", 3) in codes(files, fields=("code", "line"), path="accelerate_config.yaml")
     edit = actions.line_suppression("yaml", ("#",), ACCEL_CONFIG, 2, "AMP001")
     new = _apply(ACCEL_CONFIG, edit)
     assert new.splitlines()[2] == 'mixed_precision: "no"  # gpulint: ignore[AMP001]'
-    assert "AMP001" not in [c for c, _ in _codes({**files, "accelerate_config.yaml": new}, "accelerate_config.yaml")]
+    assert "AMP001" not in [c for c, _ in codes({**files, "accelerate_config.yaml": new}, fields=("code", "line"), path="accelerate_config.yaml")]
 
 
 def test_dockerfile_comments_only_on_their_own_line():
@@ -228,7 +225,7 @@ def test_quick_fix_is_the_findings_fix_against_the_current_text():
     assert qf.safe and qf.title == "Add pin_memory=True to the DataLoader call (IO002)"
     fixed = _apply_fix(LOADER, qf)
     assert "DataLoader(ds, num_workers=4, pin_memory=True)" in fixed
-    assert "IO002" not in [c for c, _ in _codes({"train.py": fixed}, "train.py")]
+    assert "IO002" not in [c for c, _ in codes({"train.py": fixed}, fields=("code", "line"), path="train.py")]
     # the buffer moved on since the scan: the fix no longer applies and is not offered
     assert actions.finding_fix(f, lambda p: "x = 1\n", lambda p: "python") is None
     assert actions.finding_fix(f.with_(fix=None), lambda p: LOADER, lambda p: "python") is None

@@ -23,6 +23,7 @@ import jsonschema
 import pytest
 
 from conftest import FIXTURES, ROOT, run_cli
+from helpers import AT, reported, rows
 
 from gpulint.hookspecs import hookimpl
 from gpulint.core.model import Severity
@@ -72,11 +73,6 @@ def repo(tmp_path):
     return tmp_path
 
 
-def found(proc):
-    assert proc.returncode in (0, 1), proc.stderr
-    return sorted((f["code"], f["path"], f["line"]) for f in json.loads(proc.stdout)["findings"])
-
-
 # -- installed through the entry point (subprocess) -----------------------------------------------
 def test_plugins_lists_loaded_and_failed(site):
     proc = cli(site, "plugins")
@@ -106,14 +102,14 @@ def test_plugin_rule_in_rules_table_and_explain(site):
 
 def test_plugin_rule_runs_beside_builtin_rules(site, repo):
     proc = cli(site, "scan", repo, "--format", "json")
-    assert found(proc) == [("XYZ001", "train.py", 9)]
+    assert rows(reported(proc), AT, sort=True) == [("XYZ001", "train.py", 9)]
     assert proc.returncode == 1
     # a plugin that failed to load is named on every scan: its rules silently missing would look like "clean"
     assert "plugin" in proc.stderr and "failed to load, its rules did not run" in proc.stderr
     # the built-in rules still run although one plugin failed to load
     (repo / "train.py").write_text(TRAIN.replace('    with torch.autocast("cuda", dtype=torch.bfloat16):\n        loss',
                                                  "    if True:\n        loss"))
-    assert found(cli(site, "scan", repo, "--format", "json")) == [("AMP001", "train.py", 7), ("XYZ001", "train.py", 9)]
+    assert rows(reported(cli(site, "scan", repo, "--format", "json")), AT, sort=True) == [("AMP001", "train.py", 7), ("XYZ001", "train.py", 9)]
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -125,12 +121,12 @@ def test_plugin_rule_runs_beside_builtin_rules(site, repo):
     (["--select", "ALL", "--ignore", "XYZ"], []),
 ])
 def test_plugin_rule_obeys_select_and_ignore(site, repo, args, expected):
-    assert found(cli(site, "scan", repo, "--format", "json", *args)) == expected
+    assert rows(reported(cli(site, "scan", repo, "--format", "json", *args)), AT, sort=True) == expected
 
 
 def test_plugin_rule_obeys_config_and_severity(site, repo):
     (repo / ".gpulint.toml").write_text('ignore = ["XYZ"]\n')
-    assert found(cli(site, "scan", repo, "--format", "json")) == []
+    assert rows(reported(cli(site, "scan", repo, "--format", "json")), AT, sort=True) == []
     (repo / ".gpulint.toml").write_text('fail-on = "error"\n[severity]\nXYZ001 = "error"\n')
     proc = cli(site, "scan", repo, "--format", "json")
     assert [f["severity"] for f in json.loads(proc.stdout)["findings"]] == ["error"]
@@ -139,9 +135,9 @@ def test_plugin_rule_obeys_config_and_severity(site, repo):
 
 def test_plugin_rule_obeys_inline_suppression(site, repo):
     (repo / "train.py").write_text(TRAIN.replace("    print(step, loss)\n", "    print(step, loss)  # gpulint: ignore[XYZ001]\n"))
-    assert found(cli(site, "scan", repo, "--format", "json")) == []
+    assert rows(reported(cli(site, "scan", repo, "--format", "json")), AT, sort=True) == []
     (repo / "train.py").write_text(TRAIN.replace('print("done")', 'print("done")  # gpulint: ignore[XYZ001]'))
-    assert found(cli(site, "scan", repo, "--format", "json")) == [("SYS004", "train.py", 10), ("XYZ001", "train.py", 9)]
+    assert rows(reported(cli(site, "scan", repo, "--format", "json")), AT, sort=True) == [("SYS004", "train.py", 10), ("XYZ001", "train.py", 9)]
 
 
 def test_plugin_codes_are_unknown_without_the_plugin(repo):

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FIXTURES, run_cli
 from gpulint.testing import scan_files
-from helpers import SEVERITY_AT, codes, findings
+from helpers import AT, SEVERITY_AT, codes, findings, rows
 from samples import EKS_GROUP, HPA, NB_JOB, TGI
 
 
@@ -18,13 +18,9 @@ def scan(repo, *extra):
     return json.loads(proc.stdout)
 
 
-def found(doc, prefix=("COST", "INF")):
-    return sorted((f["code"], f["path"], f["line"]) for f in doc["findings"] if f["code"].startswith(prefix))
-
-
 def test_an_always_on_gpu_training_pool_without_budget_or_metrics():
     doc = scan(FIXTURES / "cost-eks-always-on")
-    assert found(doc) == [("COST001", "infra/eks.tf", 20), ("COST002", "infra/eks.tf", 10), ("COST007", "infra/eks.tf", 10)]
+    assert rows(doc["findings"], AT, prefix=("COST", "INF"), sort=True) == [("COST001", "infra/eks.tf", 20), ("COST002", "infra/eks.tf", 10), ("COST007", "infra/eks.tf", 10)]
     cost001 = next(f for f in doc["findings"] if f["code"] == "COST001")
     assert cost001["severity"] == "warning" and "min 2 nodes" in cost001["message"] and "/month" in cost001["message"]
     assert cost001["cost_impact"]["usd_per_hour"] > 0 and "730 h" in cost001["cost_impact"]["basis"]
@@ -32,7 +28,7 @@ def test_an_always_on_gpu_training_pool_without_budget_or_metrics():
 
 
 def test_scaling_to_zero_with_a_budget_and_dcgm_is_silent():
-    assert found(scan(FIXTURES / "cost-eks-scales-to-zero")) == []
+    assert rows(scan(FIXTURES / "cost-eks-scales-to-zero")["findings"], AT, prefix=("COST", "INF"), sort=True) == []
 
 
 def test_hours_per_month_is_the_configured_month(tmp_path):
@@ -46,7 +42,7 @@ def test_hours_per_month_is_the_configured_month(tmp_path):
 
 def test_serving_rules():
     doc = scan(FIXTURES / "cost-serving")
-    got = found(doc)
+    got = rows(doc["findings"], AT, prefix=("COST", "INF"), sort=True)
     assert ("COST003", "k8s/chat-p4d.yaml", 16) in got
     assert ("COST004", "k8s/chat-spot.yaml", 17) in got
     assert ("COST006", "infra/endpoint.tf", 7) in got
@@ -65,12 +61,12 @@ def test_a_commitment_already_held_silences_cost006(tmp_path):
 
 
 def test_notebooks_without_autostop():
-    assert found(scan(FIXTURES / "cost-notebooks"), ("COST005",)) == [("COST005", "infra/notebooks.tf", 6)]
+    assert rows(scan(FIXTURES / "cost-notebooks")["findings"], AT, prefix="COST005", sort=True) == [("COST005", "infra/notebooks.tf", 6)]
 
 
 def test_fp32_serving_and_autograd_left_on():
     doc = scan(FIXTURES / "inf-fp32-server")
-    assert found(doc) == [("INF001", "serve/app.py", 6), ("INF002", "serve/app.py", 6)]
+    assert rows(doc["findings"], AT, prefix=("COST", "INF"), sort=True) == [("INF001", "serve/app.py", 6), ("INF002", "serve/app.py", 6)]
     assert not [f for f in doc["findings"] if f["code"].startswith(("AMP", "IO", "SPOT", "NET"))]
     # the Deployment's `uvicorn serve.app:app` is the launcher: the server is linked to its compute by it
     (wl,) = doc["workloads"]
@@ -84,7 +80,7 @@ def test_inference_in_bf16_under_inference_mode_is_silent(tmp_path):
     app.write_text(app.read_text()
                    .replace('from_pretrained("roberta-large")', 'from_pretrained("roberta-large", torch_dtype=torch.bfloat16)')
                    .replace("    logits = model(**batch).logits\n", "    with torch.inference_mode():\n        logits = model(**batch).logits\n"))
-    assert found(scan(repo)) == []
+    assert rows(scan(repo)["findings"], AT, prefix=("COST", "INF"), sort=True) == []
 
 
 @pytest.mark.parametrize("code", ["COST001", "COST002", "COST003", "COST004", "COST005", "COST006", "COST007", "INF001", "INF002"])

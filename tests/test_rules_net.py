@@ -1,39 +1,22 @@
 """NET001-NET004 (rules/net_fabric.py): fixture repos through the CLI, and edge cases through a real scan."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from conftest import FIXTURES, run_cli
 
 from gpulint.testing import scan_files
-import helpers
-from helpers import findings
+from helpers import AT, AT_MESSAGE, SEVERITY_AT, cli_findings, codes, findings, rows
 from samples import FLAG_TRAIN, GPU_JOB, MAIN_LOOP, P4D_INFRA, P4D_TORCHRUN, _estimator
 
 NET = "NET001,NET002,NET003,NET004"
 
 
-def cli_findings(name: str, select: str = NET) -> list[dict]:
-    proc = run_cli("scan", FIXTURES / name, "--format", "json", "--select", select, "--exit-zero", cwd=FIXTURES / name)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)["findings"]
-
-
-def where(findings) -> list[tuple[str, str, int]]:
-    return sorted((f["code"], f["path"], f["line"]) for f in findings)
-
-
-def codes(files: dict, select: str = NET, config_text: str = "") -> list[tuple[str, str, int, str]]:
-    result = scan_files(files, select=select.split(","), config_text=config_text)
-    return sorted((f.code, f.loc.path, f.loc.line, f.message) for f in result.findings)
-
-
 # -- fixtures through the CLI ----------------------------------------------------------------
 def test_pytorchjob_on_p4d_without_efa_fires_per_replica_spec():
-    found = cli_findings("net-pytorchjob-no-efa")
-    assert where(found) == [("NET001", "k8s/pytorchjob.yaml", 25), ("NET001", "k8s/pytorchjob.yaml", 43)]
+    found = cli_findings(FIXTURES / "net-pytorchjob-no-efa", NET)
+    assert rows(found, AT, sort=True) == [("NET001", "k8s/pytorchjob.yaml", 25), ("NET001", "k8s/pytorchjob.yaml", 43)]
     master = next(f for f in found if f["line"] == 25)
     assert master["severity"] == "error"
     assert "Master" in master["message"] and "vpc.amazonaws.com/efa" in master["message"]
@@ -46,18 +29,18 @@ def test_pytorchjob_on_p4d_without_efa_fires_per_replica_spec():
 
 
 def test_pytorchjob_with_efa_and_documented_variables_is_silent():
-    assert cli_findings("net-pytorchjob-efa") == []
+    assert cli_findings(FIXTURES / "net-pytorchjob-efa", NET) == []
 
 
 def test_p2p_disable_on_nvswitch_instance():
-    found = cli_findings("net-p2p-disable")
-    assert where(found) == [("NET002", "task.yaml", 6)]
+    found = cli_findings(FIXTURES / "net-p2p-disable", NET)
+    assert rows(found, AT, sort=True) == [("NET002", "task.yaml", 6)]
     assert "NCCL_P2P_DISABLE=1" in found[0]["message"] and "NVSwitch" in found[0]["message"]
 
 
 def test_allreduce_estimate_names_figure_and_bandwidth():
-    found = cli_findings("net-allreduce-g5")
-    assert where(found) == [("NET004", "train.py", 9)]
+    found = cli_findings(FIXTURES / "net-allreduce-g5", NET)
+    assert rows(found, AT, sort=True) == [("NET004", "train.py", 9)]
     msg = found[0]["message"]
     # 2*(16-1)/16 * 6.738e9 * 4 B / (40e9/8 * 0.8) = 12.6 s
     assert "12.6 s per step" in msg and "40 Gbps" in msg and "eta 0.8" in msg and "27.0 GB" in msg
@@ -67,7 +50,7 @@ def test_allreduce_estimate_names_figure_and_bandwidth():
 
 @pytest.mark.parametrize("name", ["clean", "net-pytorchjob-efa", "spot-resilient"])
 def test_other_fixtures_stay_silent(name):
-    assert cli_findings(name) == []
+    assert cli_findings(FIXTURES / name, NET) == []
 
 
 def test_explain_renders_each_rule():
@@ -108,7 +91,7 @@ spec:
 
 
 def test_a3_on_kubernetes_without_tcpx_settings_fires():
-    found = codes({"train.py": DDP, "job.yaml": A3_JOB.format(env="")})
+    found = codes({"train.py": DDP, "job.yaml": A3_JOB.format(env="")}, fields=AT_MESSAGE, sort=True, select=NET)
     assert [(c, p, l) for c, p, l, _ in found] == [("NET001", "job.yaml", 15)]
     assert "GPUDirect-TCPX" in found[0][3]
 
@@ -118,23 +101,23 @@ def test_a3_with_tcpx_settings_is_silent():
            "                    - name: NCCL_GPUDIRECTTCPX_SOCKET_IFNAME\n                      value: eth1,eth2,eth3,eth4\n"
            "                    - name: NCCL_GPUDIRECTTCPX_CTRL_DEV\n                      value: eth0\n"
            "                    - name: NCCL_SOCKET_IFNAME\n                      value: eth0\n")
-    assert codes({"train.py": DDP, "job.yaml": A3_JOB.format(env=env)}) == []
+    assert codes({"train.py": DDP, "job.yaml": A3_JOB.format(env=env)}, fields=AT_MESSAGE, sort=True, select=NET) == []
 
 
 def test_efa_count_from_a_variable_is_unknown_and_silent():
     job = (FIXTURES / "net-pytorchjob-efa" / "k8s" / "pytorchjob.yaml").read_text().replace(
         "vpc.amazonaws.com/efa: 4", "vpc.amazonaws.com/efa: ${EFA_PER_NODE}")
-    assert [c for c in codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}) if c[0] == "NET001"] == []
+    assert [c for c in codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}, fields=AT_MESSAGE, sort=True, select=NET) if c[0] == "NET001"] == []
 
 
 def test_efa_resource_on_an_instance_without_efa_is_silent():
     job = (FIXTURES / "net-pytorchjob-no-efa" / "k8s" / "pytorchjob.yaml").read_text().replace("p4d.24xlarge", "p3.16xlarge")
-    assert codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}, select="NET001") == []
+    assert codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}, fields=AT_MESSAGE, sort=True, select="NET001") == []
 
 
 def test_unknown_instance_gives_no_net_finding():
     job = (FIXTURES / "net-pytorchjob-no-efa" / "k8s" / "pytorchjob.yaml").read_text().replace("p4d.24xlarge", "p9z.96xlarge")
-    assert codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}) == []
+    assert codes({"train.py": DDP, "k8s/pytorchjob.yaml": job}, fields=AT_MESSAGE, sort=True, select=NET) == []
 
 
 def test_terraform_asg_of_p4d_without_efa_interfaces_fires():
@@ -155,7 +138,7 @@ resource "aws_autoscaling_group" "trainers" {
   }
 }
 """
-    found = codes({"train.py": DDP, "infra/main.tf": tf})
+    found = codes({"train.py": DDP, "infra/main.tf": tf}, fields=AT_MESSAGE, sort=True, select=NET)
     assert [(c, p) for c, p, _, _ in found] == [("NET001", "infra/main.tf")]
 
 
@@ -174,7 +157,7 @@ def sky(instance: str, envs: dict, nodes: int = 1) -> str:
     ("p4d.24xlarge", {"NCCL_SHM_DISABLE": "1"}, 1, "shared-memory"),
 ])
 def test_env_antipatterns_on_matching_hardware(instance, envs, nodes, expect):
-    found = codes({"train.py": DDP, "sky.yaml": sky(instance, envs, nodes)})
+    found = codes({"train.py": DDP, "sky.yaml": sky(instance, envs, nodes)}, fields=AT_MESSAGE, sort=True, select=NET)
     assert [(c, p, l) for c, p, l, _ in found] == [("NET002", "sky.yaml", 5)]
     assert expect in found[0][3]
 
@@ -188,7 +171,7 @@ def test_env_antipatterns_on_matching_hardware(instance, envs, nodes, expect):
     ("p4d.24xlarge", {"FI_PROVIDER": "efa", "NCCL_DEBUG": "WARN"}, 2),
 ])
 def test_env_without_effect_on_this_hardware_is_silent(instance, envs, nodes):
-    assert codes({"train.py": DDP, "sky.yaml": sky(instance, envs, nodes)}) == []
+    assert codes({"train.py": DDP, "sky.yaml": sky(instance, envs, nodes)}, fields=AT_MESSAGE, sort=True, select=NET) == []
 
 
 def test_nccl_debug_info_in_a_cloud_launcher_is_info():
@@ -205,19 +188,19 @@ export NCCL_P2P_DISABLE=1
 torchrun --nproc_per_node 8 train.py
 """
     cfg = '[[workloads]]\nentrypoint = "train.py"\ninstance = "p5.48xlarge"\n'
-    found = codes({"train.py": DDP, "run.sbatch": script}, config_text=cfg)
+    found = codes({"train.py": DDP, "run.sbatch": script}, fields=AT_MESSAGE, sort=True, select=NET, config_text=cfg)
     assert [(c, p, l) for c, p, l, _ in found] == [("NET002", "run.sbatch", 3)]
 
 
 # -- NET003 ----------------------------------------------------------------------------------
 def test_tcpxo_profile_sourcing_counts_as_configured():
     envs = {"NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices", "NCCL_LIB_DIR": "/var/lib/tcpxo/lib64"}
-    assert codes({"train.py": DDP, "sky.yaml": sky("a3-megagpu-8g", envs, 2)}) == []
+    assert codes({"train.py": DDP, "sky.yaml": sky("a3-megagpu-8g", envs, 2)}, fields=AT_MESSAGE, sort=True, select=NET) == []
 
 
 def test_tcpxo_partial_settings_fire():
     envs = {"NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices", "NCCL_FASTRAK_CTRL_DEV": "enp0s12"}
-    found = codes({"train.py": DDP, "sky.yaml": sky("a3-megagpu-8g", envs, 2)})
+    found = codes({"train.py": DDP, "sky.yaml": sky("a3-megagpu-8g", envs, 2)}, fields=AT_MESSAGE, sort=True, select=NET)
     assert [(c, l) for c, _, l, _ in found] == [("NET003", 5)]
     assert "NCCL_FASTRAK_IFNAME" in found[0][3] and "NCCL_SOCKET_IFNAME" in found[0][3]
     assert "NCCL_FASTRAK_CTRL_DEV" not in found[0][3].split("but")[1]
@@ -229,21 +212,21 @@ LLAMA = (FIXTURES / "net-allreduce-g5" / "train.py").read_text()
 
 def test_threshold_option_raises_the_bar():
     files = {"train.py": LLAMA, "sky.yaml": (FIXTURES / "net-allreduce-g5" / "sky.yaml").read_text()}
-    assert codes(files, select="NET004", config_text="[rules.NET004]\nthreshold_seconds = 20\n") == []
-    assert len(codes(files, select="NET004", config_text="[rules.NET004]\nthreshold_seconds = 10\n")) == 1
+    assert codes(files, fields=AT_MESSAGE, sort=True, select="NET004", config_text="[rules.NET004]\nthreshold_seconds = 20\n") == []
+    assert len(codes(files, fields=AT_MESSAGE, sort=True, select="NET004", config_text="[rules.NET004]\nthreshold_seconds = 10\n")) == 1
 
 
 def test_lora_sends_only_adapter_gradients():
     lora = LLAMA.replace("model = DDP(model.cuda())",
                          "from peft import LoraConfig, get_peft_model\nmodel = DDP(get_peft_model(model, LoraConfig(r=8)).cuda())")
     files = {"train.py": lora, "sky.yaml": (FIXTURES / "net-allreduce-g5" / "sky.yaml").read_text()}
-    assert codes(files, select="NET004") == []
+    assert codes(files, fields=AT_MESSAGE, sort=True, select="NET004") == []
 
 
 def test_unknown_model_size_is_silent():
     files = {"train.py": LLAMA.replace("meta-llama/Llama-2-7b-hf", "acme/in-house-model"),
              "sky.yaml": (FIXTURES / "net-allreduce-g5" / "sky.yaml").read_text()}
-    assert codes(files, select="NET004") == []
+    assert codes(files, fields=AT_MESSAGE, sort=True, select="NET004") == []
 
 
 def test_skypilot_master_addr_command_substitution_links_the_script():
@@ -254,7 +237,7 @@ num_nodes: 4
 run: |
   torchrun --nnodes 4 --nproc_per_node 4 --master_addr $(echo "$SKYPILOT_NODE_IPS" | head -n1) --node_rank $SKYPILOT_NODE_RANK train.py
 """
-    assert [c for c, _, _, _ in codes({"train.py": LLAMA, "sky.yaml": task}, select="NET004")] == ["NET004"]
+    assert [c for c, _, _, _ in codes({"train.py": LLAMA, "sky.yaml": task}, fields=AT_MESSAGE, sort=True, select="NET004")] == ["NET004"]
 
 
 def test_garbled_inputs_never_raise():
@@ -417,9 +400,9 @@ def test_gloo_on_a_windows_branch_is_not_the_gpu_hosts_backend(test):
     train = ("import os, sys, platform\nimport torch\nimport torch.distributed as dist\n"
              f"if {test}:\n    dist.init_process_group('gloo')\nelse:\n    dist.init_process_group('nccl')\n"
              "model = torch.nn.parallel.DistributedDataParallel(Net().cuda())\n" + MAIN_LOOP)
-    assert helpers.codes({"train.py": train, "infra/main.tf": P4D_TORCHRUN}, "NET005", sort=True) == []
+    assert codes({"train.py": train, "infra/main.tf": P4D_TORCHRUN}, "NET005", sort=True) == []
     linux_gloo = train.replace("dist.init_process_group('nccl')", "dist.init_process_group('gloo')")
-    assert helpers.codes({"train.py": linux_gloo, "infra/main.tf": P4D_TORCHRUN}, "NET005", sort=True) == ["NET005"]
+    assert codes({"train.py": linux_gloo, "infra/main.tf": P4D_TORCHRUN}, "NET005", sort=True) == ["NET005"]
 
 
 @pytest.mark.parametrize("dataset, net005, io", [("MNIST", "info", False), ("ImageNet", "warning", True)])
@@ -430,14 +413,14 @@ def test_a_tutorial_sized_workload_gets_no_io_advice_and_its_gloo_backend_at_inf
 
 
 def test_gloo_in_the_xla_path_is_not_net005_but_gloo_in_the_cuda_path_is():
-    net = [c[2] for c in helpers.codes({"run.py": RUN, "xla_utils.py": XLA_UTILS, "cuda_utils.py": CUDA_UTILS, **P4D_INFRA}, fields=helpers.SEVERITY_AT) if c[0] == "NET005"]
+    net = [c[2] for c in codes({"run.py": RUN, "xla_utils.py": XLA_UTILS, "cuda_utils.py": CUDA_UTILS, **P4D_INFRA}, fields=SEVERITY_AT) if c[0] == "NET005"]
     assert net == ["cuda_utils.py"]
 
 
 @pytest.mark.parametrize("data, severity", [("omniglot", "info"), ("tiered-imagenet", "warning")])
 def test_net005_on_an_omniglot_meta_learning_run_is_info(data, severity):
     files = {"train.py": META.format(data=data), "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n"}
-    assert [c[:2] for c in helpers.codes(files, fields=helpers.SEVERITY_AT) if c[0] == "NET005"] == [("NET005", severity)]
+    assert [c[:2] for c in codes(files, fields=SEVERITY_AT) if c[0] == "NET005"] == [("NET005", severity)]
 
 
 # -- NET006 ----------------------------------------------------------------------------------------------
@@ -489,9 +472,9 @@ def test_a_local_bound_in_two_branches_is_not_a_constant(binding, reported):
 
 def test_dataparallel_in_the_else_of_a_ddp_branch_is_not_reported():
     files = {"train.py": DP_SCRIPT.format(other="else:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D_INFRA}
-    assert [c for c in helpers.codes(files, fields=helpers.SEVERITY_AT) if c[0] == "NET006"] == []
+    assert [c for c in codes(files, fields=SEVERITY_AT) if c[0] == "NET006"] == []
 
 
 def test_dataparallel_under_a_test_of_its_own_is_still_reported():
     files = {"train.py": DP_SCRIPT.format(other="if args.dp:\n    model = torch.nn.DataParallel(model).cuda()"), **P4D_INFRA}
-    assert [c[:3] for c in helpers.codes(files, fields=helpers.SEVERITY_AT) if c[0] == "NET006"] == [("NET006", "warning", "train.py")]
+    assert [c[:3] for c in codes(files, fields=SEVERITY_AT) if c[0] == "NET006"] == [("NET006", "warning", "train.py")]

@@ -1,39 +1,21 @@
 """SPOT001-SPOT004 (rules/spot.py): fixture repos through the CLI, capacity sources and edge cases through a real scan."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from conftest import FIXTURES, run_cli
 
 from gpulint.testing import scan_files
+from helpers import AT, cli_findings, codes, findings, rows
 
 SPOT = "SPOT001,SPOT002,SPOT003,SPOT004"
 
 
-def cli_findings(name: str, select: str = SPOT) -> list[dict]:
-    proc = run_cli("scan", FIXTURES / name, "--format", "json", "--select", select, "--exit-zero", cwd=FIXTURES / name)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)["findings"]
-
-
-def where(findings) -> list[tuple[str, str, int]]:
-    return sorted((f["code"], f["path"], f["line"]) for f in findings)
-
-
-def scan(files: dict, select: str = SPOT, config_text: str = ""):
-    return sorted(scan_files(files, select=select.split(","), config_text=config_text).findings, key=lambda f: f.sort_key())
-
-
-def codes(files: dict, select: str = SPOT) -> list[tuple[str, str, int]]:
-    return [(f.code, f.loc.path, f.loc.line) for f in scan(files, select)]
-
-
 # -- fixtures through the CLI ----------------------------------------------------------------
 def test_spot_terraform_and_a_script_that_never_saves():
-    found = cli_findings("spot-tf-no-save")
-    assert where(found) == [("SPOT001", "train.py", 16)]
+    found = cli_findings(FIXTURES / "spot-tf-no-save", SPOT)
+    assert rows(found, AT, sort=True) == [("SPOT001", "train.py", 16)]
     f = found[0]
     assert f["severity"] == "error" and "g5.12xlarge" in f["message"] and "infra/main.tf:15" in f["message"]
     basis = f["cost_impact"]["basis"]
@@ -44,26 +26,26 @@ def test_spot_terraform_and_a_script_that_never_saves():
 
 
 def test_saves_but_never_resumes():
-    found = cli_findings("spot-save-no-resume")
-    assert where(found) == [("SPOT002", "train.py", 19)]
+    found = cli_findings(FIXTURES / "spot-save-no-resume", SPOT)
+    assert rows(found, AT, sort=True) == [("SPOT002", "train.py", 19)]
     assert "save_state" in found[0]["message"] and "step 0" in found[0]["message"]
 
 
 def test_sagemaker_spot_estimator_without_checkpoint_s3_uri():
-    found = cli_findings("spot-sagemaker-no-s3")
-    assert where(found) == [("SPOT003", "launch.py", 16)]
+    found = cli_findings(FIXTURES / "spot-sagemaker-no-s3", SPOT)
+    assert rows(found, AT, sort=True) == [("SPOT003", "launch.py", 16)]
     assert "checkpoint_s3_uri" in found[0]["message"] and "ml.g5.12xlarge" in found[0]["message"]
 
 
 def test_checkpoints_on_instance_store_nvme():
-    found = cli_findings("spot-ephemeral-nvme")
-    assert where(found) == [("SPOT004", "train.py", 7)]
+    found = cli_findings(FIXTURES / "spot-ephemeral-nvme", SPOT)
+    assert rows(found, AT, sort=True) == [("SPOT004", "train.py", 7)]
     assert "/opt/dlami/nvme/checkpoints" in found[0]["message"]
 
 
 @pytest.mark.parametrize("name", ["spot-resilient", "clean", "net-pytorchjob-efa"])
 def test_silent_fixtures(name):
-    assert cli_findings(name) == []
+    assert cli_findings(FIXTURES / name, SPOT) == []
 
 
 def test_explain_renders_each_rule():
@@ -129,7 +111,7 @@ est.fit()
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_spot001_fires_for_every_capacity_source(source):
     path, text = SOURCES[source]
-    assert codes({"train.py": NO_SAVE, path: text}, "SPOT001") == [("SPOT001", "train.py", 16)]
+    assert codes({"train.py": NO_SAVE, path: text}, fields=AT, select="SPOT001") == [("SPOT001", "train.py", 16)]
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
@@ -138,7 +120,7 @@ def test_on_demand_is_silent(source):
     text = (text.replace('provisioning_model = "SPOT"', 'provisioning_model = "STANDARD"').replace("preemptible        = true", "preemptible        = false")
             .replace('priority        = "Spot"', 'priority        = "Regular"').replace("capacity-type: spot", "capacity-type: on-demand")
             .replace("use_spot: true", "use_spot: false").replace("use_spot_instances=True", "use_spot_instances=False"))
-    assert codes({"train.py": NO_SAVE, path: text}) == []
+    assert codes({"train.py": NO_SAVE, path: text}, fields=AT, select=SPOT) == []
 
 
 def test_hf_trainer_saves_by_default_but_not_with_save_strategy_no():
@@ -149,13 +131,13 @@ trainer = Trainer(model=model, args=args, train_dataset=ds)
 trainer.train(resume_from_checkpoint=True)
 """
     sky = SOURCES["skypilot"]
-    assert codes({"train.py": hf.format(extra=""), sky[0]: sky[1]}, "SPOT001,SPOT002") == []
-    assert codes({"train.py": hf.format(extra=', save_strategy="no"'), sky[0]: sky[1]}, "SPOT001") == [("SPOT001", "train.py", 4)]
+    assert codes({"train.py": hf.format(extra=""), sky[0]: sky[1]}, fields=AT, select="SPOT001,SPOT002") == []
+    assert codes({"train.py": hf.format(extra=', save_strategy="no"'), sky[0]: sky[1]}, fields=AT, select="SPOT001") == [("SPOT001", "train.py", 4)]
 
 
 def test_unknown_instance_still_fires_without_a_price():
     path, text = SOURCES["karpenter-selector"]
-    [f] = scan({"train.py": NO_SAVE, path: text.replace("g5.2xlarge", "g9.mega")}, "SPOT001")
+    [f] = findings({"train.py": NO_SAVE, path: text.replace("g5.2xlarge", "g9.mega")}, select="SPOT001")
     assert f.cost_impact.usd_per_hour is None and "No price attached" in f.cost_impact.basis
 
 
@@ -169,13 +151,13 @@ def test_unknown_instance_still_fires_without_a_price():
 def test_resume_evidence_silences_spot002(resume):
     code = NO_SAVE + "        torch.save(model.state_dict(), '/ckpt/last.pt')\n" + resume + "\n"
     sky = SOURCES["skypilot"]
-    assert codes({"train.py": code, sky[0]: sky[1]}, "SPOT002") == []
+    assert codes({"train.py": code, sky[0]: sky[1]}, fields=AT, select="SPOT002") == []
 
 
 def test_copying_weights_between_live_modules_is_not_a_resume():
     code = NO_SAVE + "        torch.save(model.state_dict(), '/ckpt/last.pt')\nema.load_state_dict(model.state_dict())\n"
     sky = SOURCES["skypilot"]
-    assert codes({"train.py": code, sky[0]: sky[1]}, "SPOT002") == [("SPOT002", "train.py", 19)]
+    assert codes({"train.py": code, sky[0]: sky[1]}, fields=AT, select="SPOT002") == [("SPOT002", "train.py", 19)]
 
 
 # -- SPOT003 ---------------------------------------------------------------------------------
@@ -186,33 +168,33 @@ def est(**kw) -> dict:
 
 
 def test_max_wait_below_max_run():
-    found = scan(est(use_spot_instances=True, max_run=86400, max_wait=3600, checkpoint_s3_uri='"s3://b/c"'), "SPOT003")
+    found = findings(est(use_spot_instances=True, max_run=86400, max_wait=3600, checkpoint_s3_uri='"s3://b/c"'), select="SPOT003")
     assert [(f.loc.path, f.loc.line) for f in found] == [("launch.py", 5)]
     assert "max_wait=3600 is below max_run=86400" in found[0].message
 
 
 def test_both_settings_missing_gives_two_findings():
-    found = scan(est(use_spot_instances=True), "SPOT003")
+    found = findings(est(use_spot_instances=True), select="SPOT003")
     assert sorted(f.message.split(" without ")[1].split(":")[0] for f in found) == ["checkpoint_s3_uri", "max_wait"]
 
 
 def test_severity_follows_what_is_at_stake():
     """A rejected submission is an error; lost work a warning; at most an hour of lost work advice."""
-    found = {f.message.split(" without ")[1].split(":")[0]: f.severity.value for f in scan(est(use_spot_instances=True), "SPOT003")}
+    found = {f.message.split(" without ")[1].split(":")[0]: f.severity.value for f in findings(est(use_spot_instances=True), select="SPOT003")}
     assert found == {"checkpoint_s3_uri": "warning", "max_wait": "error"}
-    (short,) = scan(est(use_spot_instances=True, max_run=1800, max_wait=3600), "SPOT003")
+    (short,) = findings(est(use_spot_instances=True, max_run=1800, max_wait=3600), select="SPOT003")
     assert short.severity.value == "info" and "max_run=1800 s" in short.message
-    (day,) = scan(est(use_spot_instances=True, max_run=86400, max_wait=129600), "SPOT003")
+    (day,) = findings(est(use_spot_instances=True, max_run=86400, max_wait=129600), select="SPOT003")
     assert day.severity.value == "warning"
 
 
 def test_estimator_from_kwargs_is_undecidable():
     files = {"launch.py": "from sagemaker.pytorch import PyTorch\nest = PyTorch(entry_point='train.py', use_spot_instances=True, **cfg)\n"}
-    assert scan(files, "SPOT003") == []
+    assert findings(files, select="SPOT003") == []
 
 
 def test_use_spot_from_a_variable_is_silent():
-    assert scan(est(use_spot_instances="use_spot"), "SPOT003") == []
+    assert findings(est(use_spot_instances="use_spot"), select="SPOT003") == []
 
 
 # -- SPOT004 ---------------------------------------------------------------------------------
@@ -228,24 +210,24 @@ trainer.train(resume_from_checkpoint=True)
 @pytest.mark.parametrize("d", ['"/tmp/run"', '"/dev/shm/ckpt"', '"/local_disk0/ckpt"', '"/mnt/resource/ckpt"'])
 def test_ephemeral_paths_on_spot(d):
     path, text = SOURCES["karpenter-selector"]
-    assert codes({"train.py": HF.format(dir=d), path: text}, "SPOT004") == [("SPOT004", "train.py", 3)]
+    assert codes({"train.py": HF.format(dir=d), path: text}, fields=AT, select="SPOT004") == [("SPOT004", "train.py", 3)]
 
 
 @pytest.mark.parametrize("d", ['os.environ["CKPT_DIR"]', '"/fsx/ckpt"', '"checkpoints"'])
 def test_unknown_or_possibly_durable_paths_are_silent(d):
     path, text = SOURCES["karpenter-selector"]
-    assert codes({"train.py": HF.format(dir=d), path: text}, "SPOT004") == []
+    assert codes({"train.py": HF.format(dir=d), path: text}, fields=AT, select="SPOT004") == []
 
 
 def test_ephemeral_path_on_demand_is_silent():
     path, text = SOURCES["karpenter-selector"]
-    assert codes({"train.py": HF.format(dir='"/tmp/run"'), path: text.replace("spot", "on-demand")}, "SPOT004") == []
+    assert codes({"train.py": HF.format(dir='"/tmp/run"'), path: text.replace("spot", "on-demand")}, fields=AT, select="SPOT004") == []
 
 
 def test_skypilot_copy_mount_is_not_written_back():
     sky = ("resources:\n  accelerators: A10G:1\n  use_spot: true\nfile_mounts:\n  /checkpoints: s3://my-bucket/ckpt\n"
            "run: python train.py\n")
-    found = scan({"train.py": HF.format(dir='"/checkpoints/run"'), "sky.yaml": sky}, "SPOT004")
+    found = findings({"train.py": HF.format(dir='"/checkpoints/run"'), "sky.yaml": sky}, select="SPOT004")
     assert [(f.loc.path, f.loc.line) for f in found] == [("train.py", 3)]
     assert "COPY" in found[0].message
 
@@ -253,13 +235,13 @@ def test_skypilot_copy_mount_is_not_written_back():
 def test_one_durable_save_among_ephemeral_ones_is_enough():
     code = HF.format(dir='"/tmp/run"') + "trainer.save_model(\"/fsx/final\")\n"
     path, text = SOURCES["karpenter-selector"]
-    assert codes({"train.py": code, path: text}, "SPOT004") == []
+    assert codes({"train.py": code, path: text}, fields=AT, select="SPOT004") == []
 
 
 def test_garbled_inputs_never_raise():
     files = {"train.py": NO_SAVE, "launch.py": "from sagemaker.pytorch import PyTorch\nest = PyTorch(use_spot_instances=True, max_wait='x', max_run=[1]\n",
              "sky.yaml": "resources: {use_spot: maybe}\nfile_mounts: [1]\n", "main.tf": 'resource "aws_instance" "x" {\n'}
-    assert [f for f in scan(files) if f.code.startswith("SPOT")] == []
+    assert [f for f in findings(files, select=SPOT) if f.code.startswith("SPOT")] == []
 
 
 SPOT_SKY = "resources:\n  accelerators: A100:8\n  use_spot: true\nrun: |\n  torchrun --nproc_per_node 8 %s\n"

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, run_cli
+from helpers import cli_scan
 
 
 @pytest.fixture
@@ -14,13 +15,6 @@ def repo(tmp_path):
     dst = tmp_path / "repo"
     shutil.copytree(FIXTURES / "pytorch-fp32-loop", dst)
     return dst
-
-
-def scan(path, *args):
-    proc = run_cli("scan", path, "--format", "json", *args)
-    assert proc.returncode in (0, 1), proc.stderr
-    data = json.loads(proc.stdout)
-    return proc.returncode, sorted((f["code"], f["path"], f["line"]) for f in data["findings"]), data
 
 
 def edit(path, old, new, count=1):
@@ -32,7 +26,7 @@ def edit(path, old, new, count=1):
 # -- inline suppressions -------------------------------------------------------------------------
 def test_ignore_on_the_line(repo):
     edit(repo / "train.py", "            loss.backward()\n", "            loss.backward()  # gpulint: ignore[AMP001]\n")
-    found = scan(repo)[1]
+    found = cli_scan(repo)[1]
     assert not any(c == "AMP001" for c, _, _ in found)
     assert ("NET006", "train.py", 27) in found and not any(c == "SYS004" for c, _, _ in found)
 
@@ -40,7 +34,7 @@ def test_ignore_on_the_line(repo):
 def test_ignore_on_the_line_above(repo):
     edit(repo / "train.py", "    model = nn.DataParallel(model)\n",
          "    # gpulint: ignore[NET006] -- single node for now, DDP later\n    model = nn.DataParallel(model)\n")
-    found = scan(repo)[1]
+    found = cli_scan(repo)[1]
     assert not any(c == "NET006" for c, _, _ in found)
     assert ("AMP001", "train.py", 37) in found  # the line below moved down by one
 
@@ -48,14 +42,14 @@ def test_ignore_on_the_line_above(repo):
 def test_ignore_two_lines_above_does_not_reach(repo):
     edit(repo / "train.py", "    model = nn.DataParallel(model)\n",
          "    # gpulint: ignore[NET006]\n\n    model = nn.DataParallel(model)\n")
-    found = scan(repo)[1]
+    found = cli_scan(repo)[1]
     assert ("NET006", "train.py", 29) in found
     assert ("SYS004", "train.py", 27) in found  # ... and the comment is reported as unused
 
 
 def test_ignore_several_codes_and_family_prefix(repo):
     edit(repo / "train.py", "    loader = DataLoader(", "    # gpulint: ignore[IO, NET006]\n    loader = DataLoader(")
-    found = scan(repo)[1]
+    found = cli_scan(repo)[1]
     assert not any(c.startswith("IO") for c, _, _ in found)
     # NET006 is not on the next line: that part of the comment is unused
     assert ("SYS004", "train.py", 30) in found
@@ -63,20 +57,20 @@ def test_ignore_several_codes_and_family_prefix(repo):
 
 def test_ignore_file(repo):
     edit(repo / "train.py", '"""Train a ResNet-50', '# gpulint: ignore-file[NET, IO002]\n"""Train a ResNet-50')
-    codes = [c for c, _, _ in scan(repo)[1]]
+    codes = [c for c, _, _ in cli_scan(repo)[1]]
     assert codes == ["AMP001", "IO001"]
 
 
 def test_bare_ignore_suppresses_everything_on_the_line(repo):
     edit(repo / "train.py", "shuffle=True)\n", "shuffle=True)  # gpulint: ignore\n")
-    codes = [c for c, _, _ in scan(repo)[1]]
+    codes = [c for c, _, _ in cli_scan(repo)[1]]
     assert "IO001" not in codes and "IO002" not in codes
     assert "NET006" in codes and "SYS004" not in codes
 
 
 def test_a_directive_inside_a_string_is_not_a_comment(repo):
     edit(repo / "train.py", "            loss.backward()\n", '            loss.backward(); note = "# gpulint: ignore[AMP001]"\n')
-    assert ("AMP001", "train.py", 36) in scan(repo)[1]
+    assert ("AMP001", "train.py", 36) in cli_scan(repo)[1]
 
 
 def test_yaml_comment_suppression(tmp_path):
@@ -84,17 +78,17 @@ def test_yaml_comment_suppression(tmp_path):
     shutil.copytree(FIXTURES / "accelerate-no-mp", repo)
     cfg = repo / "configs" / "accelerate.yaml"
     edit(cfg, 'mixed_precision: "no"\n', 'mixed_precision: "no"  # gpulint: ignore[AMP001] -- V100 box, fp16 unstable here\n')
-    rc, found, _ = scan(repo)
+    rc, found, _ = cli_scan(repo)
     assert found == [] and rc == 0
     # a '#' inside a quoted YAML value is not a comment
     cfg.write_text(cfg.read_text().replace('"no"  # gpulint: ignore[AMP001] -- V100 box, fp16 unstable here',
                                            '"no"\nmain_process_ip: "# gpulint: ignore[AMP001]"'))
-    assert [c for c, _, _ in scan(repo)[1]] == ["AMP001"]
+    assert [c for c, _, _ in cli_scan(repo)[1]] == ["AMP001"]
 
 
 def test_shell_comment_suppression_is_unused_where_nothing_fires(repo):
     edit(repo / "scripts" / "launch.sh", "torchrun ", "# gpulint: ignore[NET006]\ntorchrun ")
-    found = scan(repo)[1]
+    found = cli_scan(repo)[1]
     assert ("SYS004", "scripts/launch.sh", 8) in found  # the comment sits below the four #SBATCH lines
     assert ("NET006", "train.py", 27) in found  # a suppression in another file never hides a finding
 
@@ -102,7 +96,7 @@ def test_shell_comment_suppression_is_unused_where_nothing_fires(repo):
 # -- SYS004 -------------------------------------------------------------------------------------------
 def test_unused_suppression_is_reported(repo):
     edit(repo / "imgcls" / "model.py", "    return model\n", "    return model  # gpulint: ignore[NET005]\n")
-    rc, found, data = scan(repo)
+    rc, found, data = cli_scan(repo)
     (f,) = [f for f in data["findings"] if f["code"] == "SYS004"]
     assert (f["path"], f["line"], f["severity"]) == ("imgcls/model.py", 8, "info")
     assert "NET005" in f["message"]
@@ -112,50 +106,50 @@ def test_unused_bare_and_unknown_code(repo):
     edit(repo / "imgcls" / "data.py", "    return ImageFolder(root, transform=tf)\n",
          "    return ImageFolder(root, transform=tf)  # gpulint: ignore\n")
     edit(repo / "imgcls" / "model.py", "    return model\n", "    return model  # gpulint: ignore[FOO123]\n")
-    sys004 = {(f["path"], f["line"]): f["message"] for f in scan(repo)[2]["findings"] if f["code"] == "SYS004"}
+    sys004 = {(f["path"], f["line"]): f["message"] for f in cli_scan(repo)[2]["findings"] if f["code"] == "SYS004"}
     assert "suppresses nothing" in sys004[("imgcls/data.py", 7)]
     assert "unknown rule code FOO123" in sys004[("imgcls/model.py", 8)]
 
 
 def test_unused_ignore_file_is_reported(repo):
     edit(repo / "train.py", '"""Train a ResNet-50', '# gpulint: ignore-file[AMP002]\n"""Train a ResNet-50')
-    assert ("SYS004", "train.py", 1) in scan(repo)[1]
+    assert ("SYS004", "train.py", 1) in cli_scan(repo)[1]
 
 
 def test_no_sys004_when_the_named_code_is_disabled(repo):
     edit(repo / "imgcls" / "model.py", "    return model\n", "    return model  # gpulint: ignore[NET005]\n")
-    assert not any(c == "SYS004" for c, _, _ in scan(repo, "--ignore", "NET005")[1])
+    assert not any(c == "SYS004" for c, _, _ in cli_scan(repo, "--ignore", "NET005")[1])
     (repo / ".gpulint.toml").write_text('ignore = ["NET"]\n')
-    assert not any(c == "SYS004" for c, _, _ in scan(repo)[1])
+    assert not any(c == "SYS004" for c, _, _ in cli_scan(repo)[1])
 
 
 def test_no_sys004_when_sys004_is_disabled(repo):
     edit(repo / "imgcls" / "model.py", "    return model\n", "    return model  # gpulint: ignore[NET005]\n")
-    assert not any(c == "SYS004" for c, _, _ in scan(repo, "--ignore", "SYS004")[1])
+    assert not any(c == "SYS004" for c, _, _ in cli_scan(repo, "--ignore", "SYS004")[1])
 
 
 def test_sys004_itself_can_be_suppressed_per_file(repo):
     edit(repo / "imgcls" / "model.py", "    return model\n", "    return model  # gpulint: ignore[NET005]\n")
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"imgcls/*" = ["SYS004"]\n')
-    assert not any(c == "SYS004" for c, _, _ in scan(repo)[1])
+    assert not any(c == "SYS004" for c, _, _ in cli_scan(repo)[1])
 
 
 # -- baselines ----------------------------------------------------------------------------------------
 def test_baseline_round_trip_survives_inserted_lines(repo, tmp_path):
     base = tmp_path / "gpulint-baseline.json"
-    rc, before, _ = scan(repo, "--write-baseline", base)
+    rc, before, _ = cli_scan(repo, "--write-baseline", base)
     assert rc == 1 and len(before) == 5
     stored = json.loads(base.read_text())
     assert len(stored["findings"]) == 5 and all(e["fingerprint"] for e in stored["findings"])
 
-    rc, found, _ = scan(repo, "--baseline", base)
+    rc, found, _ = cli_scan(repo, "--baseline", base)
     assert (rc, found) == (0, [])
 
     # five lines above every finding: line numbers move, fingerprints do not
     edit(repo / "train.py", "import argparse\n", "import argparse\nimport logging\nimport os\n\nlog = logging.getLogger(__name__)\nSEED = 0\n")
-    rc, shifted, _ = scan(repo)
+    rc, shifted, _ = cli_scan(repo)
     assert sorted(l for _, _, l in shifted) == sorted(l + 5 for _, _, l in before)
-    rc, found, _ = scan(repo, "--baseline", base)
+    rc, found, _ = cli_scan(repo, "--baseline", base)
     assert (rc, found) == (0, [])
 
     # a new finding is still reported
@@ -163,22 +157,22 @@ def test_baseline_round_trip_survives_inserted_lines(repo, tmp_path):
          "    val_loader = DataLoader(build_dataset(args.data), batch_size=args.batch_size, num_workers=4, pin_memory=True)\n"
          "    probe = nn.DataParallel(build_model(num_classes=10))\n"
          "    for epoch in range(args.epochs):\n")
-    rc, found, _ = scan(repo, "--baseline", base)
+    rc, found, _ = cli_scan(repo, "--baseline", base)
     assert found == [("NET006", "train.py", 37)]
     assert rc == 1
 
 
 def test_baseline_from_config(repo):
-    assert scan(repo, "--write-baseline", repo / ".gpulint-baseline.json")[0] == 1
+    assert cli_scan(repo, "--write-baseline", repo / ".gpulint-baseline.json")[0] == 1
     (repo / ".gpulint.toml").write_text('baseline = ".gpulint-baseline.json"\n')
-    assert scan(repo)[:2] == (0, [])
+    assert cli_scan(repo)[:2] == (0, [])
 
 
 def test_fixed_finding_leaves_the_rest_matched(repo, tmp_path):
     base = tmp_path / "b.json"
-    scan(repo, "--write-baseline", base)
+    cli_scan(repo, "--write-baseline", base)
     edit(repo / "train.py", 'dist.init_process_group("gloo")', 'dist.init_process_group("nccl")')
-    assert scan(repo, "--baseline", base)[1] == []
+    assert cli_scan(repo, "--baseline", base)[1] == []
 
 
 @pytest.mark.parametrize("content, message", [

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, run_cli
+from helpers import AT, rows
 
 
 def scan(repo: Path, *extra: str) -> dict:
@@ -23,10 +24,6 @@ def workloads(repo: Path) -> dict[str, dict]:
     proc = run_cli("workloads", str(repo), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     return {w["name"]: w for w in json.loads(proc.stdout)["workloads"]}
-
-
-def codes(doc: dict) -> list[tuple[str, str, int]]:
-    return sorted((f["code"], f["path"], f["line"]) for f in doc["findings"])
 
 
 def copy(name: str, tmp_path: Path) -> Path:
@@ -45,7 +42,7 @@ def test_local_to_variable_in_another_file_is_resolved_and_priced():
     doc = scan(FIXTURES / "wm-tf-locals-across-files")
     amp = [f for f in doc["findings"] if f["code"] == "AMP001"]
     assert len(amp) == 1 and amp[0]["cost_impact"]["usd_per_hour"] > 0
-    assert ("SPOT001", "train.py", 15) in codes(doc)
+    assert ("SPOT001", "train.py", 15) in rows(doc["findings"], AT, sort=True)
 
 
 def test_auto_tfvars_override_the_default(tmp_path):
@@ -88,7 +85,7 @@ def test_a_tf_json_module_file_joins_the_module(tmp_path):
 # -- vendored and test code do not hide the link ----------------------------------------------------
 def test_a_vendored_training_script_is_not_a_workload_and_spot001_stays():
     doc = scan(FIXTURES / "wm-vendored-script")
-    assert ("SPOT001", "train.py", 9) in codes(doc)
+    assert ("SPOT001", "train.py", 9) in rows(doc["findings"], AT, sort=True)
     assert not [f for f in doc["findings"] if f["path"].startswith("third_party/")]
     assert [w["name"] for w in doc["workloads"]] == ["train.py"]
     assert not [f for f in doc["findings"] if f["code"] == "SYS005"]
@@ -131,7 +128,7 @@ def test_test_code_is_context_only(tmp_path):
 # -- CPU compute is known, not unknown GPU ---------------------------------------------------------
 def test_cpu_compute_gets_no_gpu_findings():
     doc = scan(FIXTURES / "wm-cpu-compute")
-    assert codes(doc) == []
+    assert rows(doc["findings"], AT, sort=True) == []
     wls = {w["name"]: w for w in doc["workloads"]}
     assert wls["src/train.py"]["compute"]["device"] == "cpu"
     assert "AWS family 'c' has no GPU" in wls["src/train.py"]["compute"]["device_reason"]
@@ -143,7 +140,7 @@ def test_the_same_code_on_a_gpu_instance_is_judged(tmp_path):
     repo = copy("wm-cpu-compute", tmp_path)
     launch = repo / "launch_job.py"
     launch.write_text(launch.read_text().replace("ml.c5.2xlarge", "ml.g5.12xlarge"))
-    got = {c for c, p, _ in codes(scan(repo)) if p == "src/train.py"}
+    got = {c for c, p, _ in rows(scan(repo)["findings"], AT, sort=True) if p == "src/train.py"}
     assert {"AMP001", "NET006"} <= got
     assert not got & {"IO001", "IO002"}  # its loader indexes a TensorDataset in memory: workers add nothing
 
@@ -159,7 +156,7 @@ def test_pods_without_a_gpu_request_and_cpu_vms_are_cpu_targets():
 
 def test_xla_and_hpu_devices_outrank_the_launchers_gpu_evidence():
     doc = scan(FIXTURES / "wm-other-accelerators")
-    assert codes(doc) == []
+    assert rows(doc["findings"], AT, sort=True) == []
     wls = {w["name"]: w for w in doc["workloads"]}
     devices = {name: [f["value"]["device"] for f in w["facts"] if f["kind"] == "other_accelerator"] for name, w in wls.items()}
     assert devices == {"trainium/pretrain.py": ["xla"], "gaudi/finetune.py": ["hpu"]}
@@ -172,7 +169,7 @@ def test_the_gaudi_script_moved_to_cuda_is_judged(tmp_path):
     script.write_text(script.read_text().replace('torch.device("hpu")', 'torch.device("cuda")').replace(
         'device_type="hpu"', 'device_type="cuda"').replace("import habana_frameworks.torch.core as htcore\n", "").replace(
         "    htcore.mark_step()\n", ""))
-    got = {c for c, p, _ in codes(scan(repo)) if p == "gaudi/finetune.py"}
+    got = {c for c, p, _ in rows(scan(repo)["findings"], AT, sort=True) if p == "gaudi/finetune.py"}
     assert "IO001" in got and "AMP001" not in got  # bf16 autocast on CUDA is mixed precision
 
 
@@ -219,7 +216,7 @@ def test_training_rules_never_judge_an_inference_workload(tmp_path):
     app.write_text(app.read_text().replace(
         "app = FastAPI()\n",
         "app = FastAPI()\nfrom torch.utils.data import DataLoader\nloader = DataLoader(range(10))\n"))
-    got = {c for c, p, _ in codes(scan(repo)) if p == "serve/app.py"}
+    got = {c for c, p, _ in rows(scan(repo)["findings"], AT, sort=True) if p == "serve/app.py"}
     assert not got & {"AMP001", "IO001", "IO002", "SPOT001", "NET006"}, got
 
 
