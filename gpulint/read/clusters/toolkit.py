@@ -249,8 +249,8 @@ def _node_pool(bp: _Blueprint, pid: str, mod: dict, at: tuple) -> None:
                            "effect": _EFFECT.get(effect.upper(), effect)})
     cluster = None
     for u in as_list(mod.get("use")):
-        umod, uat = bp.modules.get(u, ({}, ()))
-        if isinstance(u, str) and _kind(umod.get("source")) in ("gke-cluster", "gke-autopilot-cluster"):
+        umod, uat = bp.modules.get(u, ({}, ())) if isinstance(u, str) else ({}, ())
+        if _kind(umod.get("source")) in ("gke-cluster", "gke-autopilot-cluster"):
             got = _literal(bp.setting(umod, uat, "name"))
             cluster = got if isinstance(got, str) and got else None
     capacity(bp.sink, pid, source=SOURCE, provider="gcp", resource=f"NodePool/{name or pid}", at=at,
