@@ -56,6 +56,9 @@ FRAGMENTS = {
                              "ONBUILD ", "HEALTHCHECK ", "STOPSIGNAL ", "USER ", "COPY ", "LABEL ", "EXPOSE ", "VOLUME "],
     "makefile": _COMMON + ["train:\n", "\tpython train.py\n", "X = $(Y)\n", "$(", "$$", "define x\n", "endef\n", ".PHONY: train\n", "include ",
                            "\ttorchrun --nproc_per_node=$(N) t.py\n", "ifeq (", "endif\n"],
+    "slurmconf": _COMMON + ["NodeName=", "PartitionName=", "NodeSet=", "DEFAULT ", "gpu[001-016]", "n[1-2,5]", "[0-99999999]", "Gres=",
+                            "gpu:a100:8", "gpu:", "no_consume:", "Nodes=", "ALL", "Default=YES ", "Feature=a,b ", "ClusterName=c\n", "\\\n",
+                            "include x\n", "[", "]"],
 }
 FRAGMENTS["notebook"] = FRAGMENTS["python"] + ["%pip install x\n", "!nvidia-smi \\\n", "%%bash\n", "%%time\n", "files = !ls\n", "obj?\n",
                                                "pip install x\n", "cd ..\n", ">>> ", "In [1]: "]
@@ -75,7 +78,8 @@ def notebooks():
 
 
 KIND_OF = {"python": "train.py", "notebook": "nb.ipynb", "yaml": "job.yaml", "json": "ds.json", "toml": "pyproject.toml",
-           "terraform": "main.tf", "shell": "train.sh", "dockerfile": "Dockerfile", "makefile": "Makefile"}
+           "terraform": "main.tf", "shell": "train.sh", "dockerfile": "Dockerfile", "makefile": "Makefile",
+           "slurmconf": "slurm.conf"}
 
 
 def check_result(res, text: str) -> None:

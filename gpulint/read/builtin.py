@@ -32,6 +32,9 @@ def gpulint_file_kinds():
         FileKind("shell", ("*.sh", "*.bash", "*.slurm", "*.sbatch", "*.zsh"), parse_text("shell"), shebang=("sh", "bash", "zsh")),
         FileKind("dockerfile", ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"), parse_text("dockerfile"), priority=1),
         FileKind("makefile", ("Makefile", "makefile", "GNUmakefile", "*.mk"), parse_text("makefile")),
+        # Slurm's own configuration (node and partition lines: the capacity jobs are placed on); named by what
+        # Slurm and cluster repositories call it, never every ``*.conf`` (cgroup.conf, gres.conf, nginx.conf ...)
+        FileKind("slurmconf", ("slurm.conf", "slurm-*.conf", "slurm_*.conf", "*.slurm.conf"), parse_text("slurmconf")),
     ]
 
 
@@ -180,4 +183,5 @@ def gpulint_fact_extractors():
         Extractor("shell", ("shell",), _lazy("gpulint.read.shell.scanner", "read_shell")),
         Extractor("dockerfile", ("dockerfile",), _lazy("gpulint.read.dockerfile", "read_dockerfile")),
         Extractor("makefile", ("makefile",), _lazy("gpulint.read.makefile", "read_makefile")),
+        Extractor("slurmconf", ("slurmconf",), _lazy("gpulint.read.clusters.slurmconf", "read_slurmconf")),
     ]

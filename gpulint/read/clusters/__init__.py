@@ -16,7 +16,8 @@ capacity type, RDMA attached or not, and the keys jobs are placed by: a Slurm
 partition, node labels and taints). Jobs are placed on these targets by
 ``gpulint.link.placement``.
 
-A format is added by writing its module and listing it in ``FORMATS`` below.
+A format is added by writing its module and listing it in ``FORMATS`` below. ``slurm.conf`` is not YAML: it
+is a file kind of its own (``slurmconf``, gpulint.read.builtin) read by :mod:`.slurmconf`.
 """
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ from gpulint.core.sources import Source
 
 #: (format, module) in the order they are tried; the first format that claims a document reads it
 FORMATS: list[tuple[str, str]] = [
+    ("parallelcluster", "gpulint.read.clusters.parallelcluster"),
+    ("toolkit", "gpulint.read.clusters.toolkit"),
 ]
 
 #: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
-NEEDS: tuple[str, ...] = ()
+NEEDS: tuple[str, ...] = ("SlurmQueues", "deployment_groups")
 
 
 def read_clusters(source: Source) -> list[Fact]:
