@@ -204,7 +204,7 @@ class RdmaNotEnabled(Rule):
         src = hw.source or ""
         role = compute.target.rsplit("/", 1)[-1] if src == "kubernetes" else compute.target
         what = (f"{role} requests nvidia.com/gpu but no vpc.amazonaws.com/efa" if src == "kubernetes"
-                else f"{compute.target} runs on {hw.placed_on}, which does not enable EFA" if hw.placed_on and
+                else f"{compute.path if compute.target == 'slurm' else compute.target} runs on {hw.placed_on}, which does not enable EFA" if hw.placed_on and
                 hw.efa_loc is not None and hw.efa_loc.path != compute.path
                 else f"{compute.target} attaches no network interface with interface_type = \"efa\"")
         inst = hw.instance_name

@@ -193,3 +193,92 @@ def test_a_script_of_the_repository_is_linked_as_code_not_as_an_infrastructure_j
     result = scan_files({"k8s/job.yaml": job, "train.py": TRAIN})
     [wl] = result.workloads
     assert wl["entrypoint"] == "train.py" and "code_known" not in wl
+
+
+# -- Slurm: jobs on the queues of a ParallelCluster config -------------------------------------------------------------
+
+PCLUSTER = """\
+Region: us-east-1
+Image:
+  Os: ubuntu2204
+HeadNode:
+  InstanceType: m5.8xlarge
+  Networking:
+    SubnetId: subnet-0123456789abcdef0
+Scheduling:
+  Scheduler: slurm
+  SlurmQueues:
+    - Name: compute-gpu
+      CapacityType: ONDEMAND
+      Networking:
+        SubnetIds: [subnet-0123456789abcdef0]
+      ComputeResources:
+        - Name: distributed-ml
+          InstanceType: p4d.24xlarge
+          MinCount: 0
+          MaxCount: 4
+{efa}    - Name: spot-gpu
+      CapacityType: SPOT
+      Networking:
+        SubnetIds: [subnet-0123456789abcdef0]
+      ComputeResources:
+        - Name: g5
+          InstanceType: g5.12xlarge
+          MaxCount: 8
+"""
+EFA_ON = "          Efa:\n            Enabled: true\n"
+
+SBATCH = """\
+#!/bin/bash
+#SBATCH --job-name=llm
+#SBATCH --nodes=4
+{extra}#SBATCH --exclusive
+
+srun torchrun --nnodes 4 --nproc_per_node 8 train.py
+"""
+
+
+def _slurm(files: dict) -> dict:
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "train.py")
+    return wl["compute"]
+
+
+def test_a_job_without_partition_runs_on_the_first_queue_the_default():
+    comp = _slurm({"train.py": TRAIN, "cluster/config.yaml": PCLUSTER.format(efa=EFA_ON), "jobs/llm.sbatch": SBATCH.format(extra="")})
+    assert comp["instance"] == "p4d.24xlarge" and comp["nodes"] == 4
+    assert comp["placed_on"] == "cluster/config.yaml#compute-gpu/distributed-ml"
+    assert "default partition" in comp["placement"]
+    assert comp["efa_requested"] == 4  # Efa.Enabled attaches all four of p4d's interfaces
+    assert comp["usd_per_hour"] and comp["price_capacity"] == "on-demand"
+
+
+def test_the_queue_a_job_names_decides_machine_and_market():
+    comp = _slurm({"train.py": TRAIN, "cluster/config.yaml": PCLUSTER.format(efa=EFA_ON),
+                   "jobs/llm.sbatch": SBATCH.format(extra="#SBATCH --partition=spot-gpu\n")})
+    assert comp["instance"] == "g5.12xlarge" and comp["capacity"] == "spot"
+    assert comp["placement"].startswith("--partition spot-gpu is the queue")
+
+
+def test_a_partition_the_repository_does_not_define_places_nothing():
+    comp = _slurm({"train.py": TRAIN, "cluster/config.yaml": PCLUSTER.format(efa=EFA_ON),
+                   "jobs/llm.sbatch": SBATCH.format(extra="#SBATCH -p a100-onprem\n")})
+    assert comp.get("placed_on") is None and comp["instance"] is None
+
+
+def test_a_multi_node_job_on_a_queue_without_efa_is_net001_at_the_queue():
+    files = {"train.py": TRAIN, "cluster/config.yaml": PCLUSTER.format(efa=""), "jobs/llm.sbatch": SBATCH.format(extra="")}
+    found = [f for f in __import__("helpers").findings(files, "NET001")]
+    assert [(f.loc.path, f.loc.line) for f in found] == [("cluster/config.yaml", 16)]  # the compute resource: where Efa goes
+    assert found[0].message.startswith("jobs/llm.sbatch runs on cluster/config.yaml#compute-gpu/distributed-ml, which does not enable EFA") and "4 nodes of p4d.24xlarge" in found[0].message
+    assert not codes({**files, "cluster/config.yaml": PCLUSTER.format(efa=EFA_ON)}, "NET001")
+
+
+def test_constraint_picks_the_compute_resource_of_a_queue_with_two():
+    two = PCLUSTER.format(efa=EFA_ON).replace("    - Name: spot-gpu", "        - Name: h100\n          InstanceType: p5.48xlarge\n"
+                                                                   "          MaxCount: 2\n    - Name: spot-gpu")
+    files = {"train.py": TRAIN, "cluster/config.yaml": two, "jobs/llm.sbatch": SBATCH.format(extra="")}
+    comp = _slurm(files)
+    assert comp.get("placed_on") is None and "candidates differ" in comp["placement_unknown"]
+    files["jobs/llm.sbatch"] = SBATCH.format(extra="#SBATCH --constraint=p5.48xlarge\n")
+    comp = _slurm(files)
+    assert comp["instance"] == "p5.48xlarge" and "--constraint p5.48xlarge" in comp["placement"]
