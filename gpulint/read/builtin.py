@@ -32,6 +32,8 @@ def gpulint_file_kinds():
         FileKind("shell", ("*.sh", "*.bash", "*.slurm", "*.sbatch", "*.zsh"), parse_text("shell"), shebang=("sh", "bash", "zsh")),
         FileKind("dockerfile", ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile", "Containerfile"), parse_text("dockerfile"), priority=1),
         FileKind("makefile", ("Makefile", "makefile", "GNUmakefile", "*.mk"), parse_text("makefile")),
+        # read for the console scripts it declares (gpulint.read.packaging), like setup.py and pyproject.toml
+        FileKind("setupcfg", ("setup.cfg",), parse_text("setupcfg"), comment=("#", ";")),
     ]
 
 
@@ -148,6 +150,14 @@ def _clusters(source: Source) -> list[Fact]:
     return read_clusters(source)
 
 
+def _packaging(source: Source) -> list[Fact]:
+    if source.path.rsplit("/", 1)[-1] not in ("setup.py", "pyproject.toml", "setup.cfg"):
+        return []
+    from gpulint.read.packaging import read_packaging
+
+    return read_packaging(source.text, source.path)
+
+
 def _python(source: Source) -> list[Fact]:
     from gpulint.read.python.facts import python_facts
 
@@ -180,4 +190,6 @@ def gpulint_fact_extractors():
         Extractor("shell", ("shell",), _lazy("gpulint.read.shell.scanner", "read_shell")),
         Extractor("dockerfile", ("dockerfile",), _lazy("gpulint.read.dockerfile", "read_dockerfile")),
         Extractor("makefile", ("makefile",), _lazy("gpulint.read.makefile", "read_makefile")),
+        # console scripts of the repository's packaging (the linker resolves `fairseq-train ...` launches with them)
+        Extractor("packaging", ("python", "toml", "setupcfg"), _packaging, needs=("console_scripts", "scripts")),
     ]
