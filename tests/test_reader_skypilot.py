@@ -63,7 +63,7 @@ def test_run_script_launch_resolves_skypilot_variables():
     # $SKYPILOT_NUM_GPUS_PER_NODE and $SKYPILOT_NUM_NODES are decided by the YAML itself
     assert launch.value["nproc_per_node"] == 8 and launch.value["nnodes"] == 2
     assert launch.loc.line == line_of(name, "  torchrun \\")
-    assert launch.attrs == {"phase": "run"}
+    assert launch.attrs == {"phase": "run", "cwd": {"path": "FastChat"}}  # the run script cd's into the clone
     env = {f.value["name"]: f for f in facts if f.kind == "env"}
     assert env["NCCL_DEBUG"].value["value"] == "INFO"
     assert env["NCCL_DEBUG"].loc.line == line_of(name, "export NCCL_DEBUG=INFO")

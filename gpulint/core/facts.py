@@ -196,13 +196,17 @@ _WRAPPER = _or(_t("null"), _obj(tool=STR, nodes=_or(OPT_INT, STR), ntasks=_or(OP
 register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, module=OPT_STR, args=_t("array"),
                                        nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
-                                       num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL)},
+                                       num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL,
+                                       program=OPT_STR)},
          "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx, determined (an experiment config's entrypoint: module:TrialClass) ...; "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
          "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "
          "script the dvc.yaml (\"dvc.yaml\" of the working folder), stage or null for the whole pipeline; "
          "hyperpodrun reads as torchrun; tool uvicorn|gunicorn|hypercorn: module is the application's (module:app); "
+         "tool program (shell script files only): a named command with flags that may be a console script "
+         "(``fairseq-train data --fp16``: program the name), linked only when the repository's packaging declares it "
+         "(package.console_script); "
          "wrapper tool srun|mpirun|mpiexec|ray; "
          "tool-specific keys: accelerate multi_gpu/use_deepspeed/use_fsdp, deepspeed hostfile, skypilot managed/use_spot/"
          "accelerators/instance_type, dvc stage, sagemaker distributed (ModelTrainer torchrun|mpi); args_open: an unresolved "
@@ -210,10 +214,18 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
          "attrs: flags {flag: [line, column]}; overridable {script|module|flag as written: VAR} (the literal default of "
          "${VAR:-...}/${VAR:=...}, VAR not set in the script: the caller's environment may override it); relative_to "
          "launcher (built from $(dirname \"$0\"): relative to the launcher's folder only) or, for Terraform file(), "
-         "module|root|cwd; unknown_prefix \"$WRAPPER\" (an unresolved word runs first: a profiler, or echo); attribute "
+         "module|root|cwd; script_candidates [{script|module, var, line, default_of?, relative_to?}] (the script word "
+         "holds a variable the branches of an `if` set to several literals, or one over a ${VAR:-default}; script is "
+         "then null) and script_candidates_open [VAR] (some path leaves VAR to the caller's environment); cwd {path, "
+         "relative_to?} (the folder a `cd` moved to before the launch: relative to the launcher's folder with "
+         "relative_to launcher, else to the caller's working folder); unknown_prefix \"$WRAPPER\" (an unresolved word runs first: a profiler, or echo); attribute "
          "(the Terraform boot-script attribute: user_data, custom_data, metadata.startup-script ...); via file|filebase64|"
          "templatefile|template_file|SourceCode.command; template_vars; cloud_init runcmd; stage/wdir/foreach/matrix "
          "(dvc.yaml); phase (SkyPilot); container (Kubernetes).")
+register("package.console_script", "launcher", _obj(("name", "module"), name=STR, module=STR, function=OPT_STR),
+         "A console script the repository's own packaging declares (setup.py entry_points console_scripts, read "
+         "from the literal; pyproject.toml [project.scripts] / [tool.poetry.scripts]; setup.cfg "
+         "[options.entry_points]): the command name, the module it runs and the function (module:function).")
 register("image.copy", "launcher", _obj(("src",), src=STR, dest=STR),
          "A file or folder of the build context a Dockerfile's final stage COPYs or ADDs into its image (src as written).")
 register("env", "launcher", _obj(("name",), name=STR, value=OPT_STR),

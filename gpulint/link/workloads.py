@@ -29,7 +29,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from gpulint.core.families import looks_like_gpu_instance
@@ -209,10 +209,25 @@ def _module_to_paths(module: str, base_dir: str) -> list[str]:
     return [posixpath.normpath(posixpath.join(base_dir, c)) for c in cands]
 
 
-def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: str | None = None) -> str | None:
+def _cwd_bases(cwd: dict | None, launcher_path: str) -> list[str]:
+    """Folders a launch runs in after a `cd` the shell reader followed (attrs.cwd): the launcher's folder joined
+    with it, and for a folder relative to the caller's working folder also the repository root joined with it."""
+    if not isinstance(cwd, dict) or not isinstance(cwd.get("path"), str):
+        return []
+    here = posixpath.dirname(launcher_path)
+    rel = cwd["path"]
+    bases = [posixpath.normpath(posixpath.join(here, rel))]
+    if cwd.get("relative_to") != "launcher":
+        bases.append(posixpath.normpath(rel))
+    return [b if b != "." else "" for b in bases if not b.startswith("..")]
+
+
+def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: str | None = None,
+                    cwd: dict | None = None) -> str | None:
+    first = _cwd_bases(cwd, launcher_path)
     if module:
         # python -m pkg.mod from the launcher's folder, the root, or a src/ layout's package root
-        for base in (posixpath.dirname(launcher_path), "", "src"):
+        for base in first + [posixpath.dirname(launcher_path), "", "src"]:
             for cand in _module_to_paths(module, base):
                 if cand in repo.kinds:
                     return cand
@@ -221,7 +236,8 @@ def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: 
         return None
     s = _strip_container(script)
     here = posixpath.dirname(launcher_path)
-    candidates = [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
+    candidates = [posixpath.normpath(posixpath.join(b, s)) for b in first] + \
+        [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
     if s.startswith("/"):
         candidates = [s.lstrip("/")]
     for c in candidates:
@@ -423,6 +439,81 @@ class _Use:
     holder: str | None  # the compute target that runs it (its own, or the outer launcher's)
     via: tuple[str, ...] = ()  # outer launches, outermost first ("k8s/job.yaml:14 runs scripts/train.sh")
     env_files: tuple[tuple[str, str], ...] = ()  # (file, target) whose env applies: outer launchers' too
+    why: str = ""  # how the script was decided, when not written as one literal word (a default, a console script)
+    others: tuple[str, ...] = ()  # what the launcher may run instead (other values of its script variable)
+
+
+def _console_scripts(repo: Repo) -> dict[str, tuple[str, Fact] | None]:
+    """Each console script the repository's packaging declares, with the module file it runs; None for a name
+    declared twice with different modules, or whose module is no file of the repository."""
+    out: dict[str, tuple[str, Fact] | None] = {}
+    for f in repo.all("package.console_script"):
+        name, module = f.value.get("name"), f.value.get("module")
+        if not isinstance(name, str) or not isinstance(module, str):
+            continue
+        base = posixpath.dirname(f.loc.path)
+        rel = module.replace(".", "/")
+        found = next((c for b in (base, posixpath.join(base, "src")) for c in
+                      (posixpath.normpath(posixpath.join(b, rel + ".py")), posixpath.normpath(posixpath.join(b, rel, "__init__.py")))
+                      if repo.kinds.get(c) == "python"), None)
+        if name not in out:
+            out[name] = (found, f) if found else None
+        elif out[name] is None or out[name][0] != found:
+            out[name] = None
+    return out
+
+
+def _default_why(var: str) -> str:
+    return f"default of ${{{var}}} (the environment may override it)"
+
+
+def _resolve_use(u: _Use, repo: Repo, consoles: dict, undecided: dict[str, list[str]],
+                 scope: "Scope") -> tuple[str | None, _Use]:
+    """The repository file a launch runs (and the use, with why when that took more than reading one word):
+    its script or module; else the one of its script candidates (``attrs.script_candidates``) that is a file,
+    the default's when several are; else, for a ``program`` launch, the module of the console script the
+    packaging declares. Several candidate files and no default: nothing, noted in `undecided` by file."""
+    v, attrs = u.fact.value, u.fact.attrs or {}
+    cwd = attrs.get("cwd")
+    script = _resolve_script(v.get("script"), u.path, repo, v.get("module"), cwd)
+    if script:
+        over = attrs.get("overridable") or {}
+        var = over.get("module" if v.get("module") else "script")
+        return script, (replace(u, why=_default_why(var)) if var else u)
+    cands = [c for c in attrs.get("script_candidates") or [] if isinstance(c, dict)]
+    if cands:
+        files: dict[str, dict] = {}
+        for c in cands:
+            found = _resolve_script(c.get("script"), u.path, repo, c.get("module"), cwd)
+            if found and not scope.outside(found):
+                files.setdefault(found, c)
+        var = cands[0].get("var")
+        said = ", ".join(f"{c.get('script') or c.get('module')} (line {c.get('line')})" for c in cands)
+        open_ = f"; the environment may set ${var} instead" if attrs.get("script_candidates_open") else ""
+        if len(files) == 1:
+            [(found, c)] = files.items()
+            why = _default_why(c["default_of"]) if c.get("default_of") else \
+                f"one of the values of ${var}: {said}; the only one that is a file of the repository{open_}"
+            return found, replace(u, why=why)
+        defaults = [f for f, c in files.items() if c.get("default_of")]
+        if len(defaults) == 1:
+            found = defaults[0]
+            others = tuple(f"launcher: {u.fact.loc.short()} may run {f} instead (${var} = "
+                           f"{c.get('script') or c.get('module')} at line {c.get('line')})" for f, c in files.items() if f != found)
+            return found, replace(u, why=_default_why(files[found]["default_of"]), others=others)
+        for f in files:
+            undecided.setdefault(f, []).append(
+                f"launcher: {u.fact.loc.short()} runs one of {', '.join(files)} (the values of ${var}: {said}{open_}); "
+                "which one is decided at run time, so it is linked to none")
+        return None, u
+    if v.get("tool") == "program" and isinstance(v.get("program"), str):
+        declared = consoles.get(v["program"])
+        if declared:
+            found, decl = declared
+            fn = decl.value.get("function")
+            return found, replace(u, why=f"console script {v['program']} declared in {decl.loc.short()} "
+                                         f"({decl.value['module']}{':' + fn if fn else ''})")
+    return None, u
 
 
 def _launcher_file(script: str | None, launcher_path: str, repo: Repo, launches_in: dict[str, list[Fact]]) -> str | None:
@@ -569,10 +660,12 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
         if why:
             entries.setdefault(path, [])
             runs_training[path] = why
+    consoles = _console_scripts(repo)
+    undecided: dict[str, list[str]] = {}  # file -> launches that run it or another file, decided at run time
     for u in uses:
         if (u.fact.attrs or {}).get("fetched"):
             continue  # the launcher downloads or clones the script it runs: not the repository's file of that name
-        script = _resolve_script(u.fact.value.get("script"), u.path, repo, u.fact.value.get("module"))
+        script, u = _resolve_use(u, repo, consoles, undecided, scope)
         if script and not scope.outside(script) and not scope.outside(u.path):
             entries.setdefault(script, []).append(u)
     pinned = {row.get("entrypoint") for row in table or []}
@@ -675,6 +768,7 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
         workloads[wl.name] = wl
     _infrastructure_jobs(workloads, uses, computes, repo, scope)
     for wl in workloads.values():
+        wl.unknown += [n for n in undecided.get(wl.entrypoint, []) if n not in wl.unknown]
         if wl.compute is None and not any("compute: ambiguous" in u for u in wl.unknown):
             wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
         if not wl.launchers and wl.code_files:
@@ -840,7 +934,8 @@ def _attach_launcher(wl: Workload, use: _Use, repo: Repo, computes: dict[str, Co
     wl.launchers.append(fact)
     chain = "".join(f"{v}; " for v in use.via)
     if wl.code_known:
-        wl.reasons.append(f"launcher: {chain}{fact.loc.short()} runs {wl.entrypoint}")
+        wl.reasons.append(f"launcher: {chain}{fact.loc.short()} runs {wl.entrypoint}" + (f" ({use.why})" if use.why else ""))
+    wl.unknown += [o for o in use.others if o not in wl.unknown]
     if use.holder:
         c = computes[use.holder]
         if wl.compute is None:

@@ -35,6 +35,8 @@ def gpulint_file_kinds():
         # Slurm's own configuration (node and partition lines: the capacity jobs are placed on); named by what
         # Slurm and cluster repositories call it, never every ``*.conf`` (cgroup.conf, gres.conf, nginx.conf ...)
         FileKind("slurmconf", ("slurm.conf", "slurm-*.conf", "slurm_*.conf", "*.slurm.conf"), parse_text("slurmconf")),
+        # read for the console scripts it declares (gpulint.read.packaging), like setup.py and pyproject.toml
+        FileKind("setupcfg", ("setup.cfg",), parse_text("setupcfg"), comment=("#", ";")),
     ]
 
 
@@ -151,6 +153,14 @@ def _clusters(source: Source) -> list[Fact]:
     return read_clusters(source)
 
 
+def _packaging(source: Source) -> list[Fact]:
+    if source.path.rsplit("/", 1)[-1] not in ("setup.py", "pyproject.toml", "setup.cfg"):
+        return []
+    from gpulint.read.packaging import read_packaging
+
+    return read_packaging(source.text, source.path)
+
+
 def _python(source: Source) -> list[Fact]:
     from gpulint.read.python.facts import python_facts
 
@@ -184,4 +194,6 @@ def gpulint_fact_extractors():
         Extractor("dockerfile", ("dockerfile",), _lazy("gpulint.read.dockerfile", "read_dockerfile")),
         Extractor("makefile", ("makefile",), _lazy("gpulint.read.makefile", "read_makefile")),
         Extractor("slurmconf", ("slurmconf",), _lazy("gpulint.read.clusters.slurmconf", "read_slurmconf")),
+        # console scripts of the repository's packaging (the linker resolves `fairseq-train ...` launches with them)
+        Extractor("packaging", ("python", "toml", "setupcfg"), _packaging, needs=("console_scripts", "scripts")),
     ]

@@ -19,7 +19,7 @@ def render_workloads(result: ScanResult) -> str:
             lines.append(f"  code: {', '.join(wl['code_files'])}")
         for l in wl["launchers"]:
             v = l["value"]
-            extra = ", ".join(f"{k}={v[k]}" for k in ("nnodes", "nproc_per_node", "mixed_precision") if v.get(k) is not None)
+            extra = ", ".join(f"{k}={v[k]}" for k in ("program", "nnodes", "nproc_per_node", "mixed_precision") if v.get(k) is not None)
             lines.append(f"  launcher: {v.get('tool')} at {l['where']}{' (' + extra + ')' if extra else ''}")
             over = (l.get("attrs") or {}).get("overridable") or {}
             if over:

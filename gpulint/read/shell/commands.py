@@ -56,6 +56,7 @@ class Launch:
     more: list = field(default_factory=list)  # further launches of the same command (`bash -c "a && b"`)
     prefix: str = ""  # an unresolved word run before the launcher (`$WRAPPER torchrun ...`)
     words: list = field(default_factory=list)  # the command's words after prefixes (for provenance)
+    notes: dict = field(default_factory=dict)  # further attrs of the launch fact (the shell reader's script candidates)
 
 
 #: reads the launches of a `bash -c` string (the word, the variables known where it runs)
@@ -650,22 +651,23 @@ def _find_tool(words: list[Word], i: int) -> int | None:
     return None
 
 
-def _wrapped(words: list[Word], parser, variables: dict | None = None, inline: "Inline | None" = None) -> Launch | None:
+def _wrapped(words: list[Word], parser, variables: dict | None = None, inline: "Inline | None" = None,
+             programs: bool = False) -> Launch | None:
     wrap, flags, i, env = parser(words)
     k = _find_tool(words, i)
     if k is None:
         return None
-    inner = parse_words(words[k:], variables, inline)
+    inner = parse_words(words[k:], variables, inline, programs)
     if inner is None and "/" in words[k].text and k + 1 < len(words) and _is_tool_word(words[k + 1]):
-        inner = parse_words(words[k + 1:], variables, inline)  # `srun /fsx/profile-wrapper torchrun ...`
+        inner = parse_words(words[k + 1:], variables, inline, programs)  # `srun /fsx/profile-wrapper torchrun ...`
     if inner is None:
         return None
     for one in [inner] + list(inner.more):
         v = one.value
         if v.get("wrapper") is None:
             v["wrapper"] = dict(wrap)
-        if v["tool"] == "python":
-            # A plain script started once per task: the wrapper decides the process layout.
+        if v["tool"] in ("python", "program"):
+            # A plain script (or console script) started once per task: the wrapper decides the process layout.
             if v["nproc_per_node"] is None:
                 v["nproc_per_node"] = wrap["ntasks_per_node"]
             if v["nnodes"] is None:
@@ -883,13 +885,46 @@ def _parse_dvc(words: list[Word]) -> Launch | None:
     return first
 
 
-def parse_words(words: list[Word], variables: dict | None = None, inline: "Inline | None" = None) -> Launch | None:
+#: a console script's name as packaging declares them: words joined by - or _ (fairseq-train, lm_eval)
+_PROGRAM = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+$")
+#: commands of that shape that are the system's or a tool's, never a repository's own console script
+_NOT_PROGRAMS = frozenset({
+    "apt-get", "apt-cache", "apt-key", "add-apt-repository", "dpkg-query", "dpkg-reconfigure", "update-alternatives",
+    "update-ca-certificates", "yum-config-manager", "lsb_release", "nvidia-smi", "nvidia-container-cli",
+    "nvidia-ctk", "docker-compose", "ssh-keygen", "ssh-keyscan", "ssh-add", "ssh-copy-id", "git-lfs", "pre-commit",
+    "pip-compile", "pip-sync", "huggingface-cli", "systemd-run", "start-stop-daemon", "kubectl-ai", "aws-iam-authenticator",
+    "google-chrome", "xdg-open", "run-parts", "install-info", "mpi-selector", "fi_info", "ibv_devinfo", "ibv_devices",
+    "all_reduce_perf", "all_gather_perf", "nccl-tests", "cuda-gdb", "ncu-ui", "nsys-ui",
+})
+
+
+def _parse_program(words: list[Word]) -> Launch | None:
+    """``fairseq-train data-bin/wmt --arch transformer``: a named program with flags among its arguments, which
+    may be a console script of the repository (a package's entry point). A path (``./bin/x``), a name without
+    - or _, a system tool or a command without flags is not one."""
+    head = words[0]
+    if not head.known or not _PROGRAM.match(head.text) or head.text in _NOT_PROGRAMS:
+        return None
+    if not any(w.known and w.text.startswith("-") and w.text != "-" for w in words[1:]):
+        return None
+    value = empty_launch("program")
+    value["program"] = head.text
+    launch = Launch(value, head)
+    _script_args(value, words[1:], launch.flags)
+    return launch
+
+
+def parse_words(words: list[Word], variables: dict | None = None, inline: "Inline | None" = None,
+                programs: bool = False) -> Launch | None:
     """The launch (value, positions, env) of one simple command's words, or None.
 
     ``variables`` are the shell variables known where the command runs (for the
     strings of `bash -c`, which the inner shell expands itself). ``inline`` reads
     such a string's launches: the shell reader passes its own scanner (this module
-    parses one command and knows no scripts); without it `bash -c` is no launch."""
+    parses one command and knows no scripts); without it `bash -c` is no launch.
+    ``programs``: a command that may be a console script (`_parse_program`) is a
+    launch of tool "program" (script files ask for it; the linker keeps it only
+    when the repository's packaging declares that name)."""
     all_words = list(words)
     words, env = _strip_prefix(all_words)
     # Per-command `VAR=value` left after a prefix such as `exec`.
@@ -914,9 +949,9 @@ def parse_words(words: list[Word], variables: dict | None = None, inline: "Inlin
     elif b == "deepspeed":
         launch = _parse_deepspeed(words)
     elif b == "srun":
-        launch = _wrapped(words, _parse_srun, variables, inline)
+        launch = _wrapped(words, _parse_srun, variables, inline, programs)
     elif b in ("mpirun", "mpiexec"):
-        launch = _wrapped(words, _parse_mpirun, variables, inline)
+        launch = _wrapped(words, _parse_mpirun, variables, inline, programs)
     elif b == "sky":
         launch = _parse_sky(words)
     elif b in _SHELLS:
@@ -935,6 +970,8 @@ def parse_words(words: list[Word], variables: dict | None = None, inline: "Inlin
         launch = _shell_file(words, 0)  # `./train.sh --nodes 2`: the file runs itself
         if launch is not None:
             launch.value["args"] = [w.text for w in words[1:]]
+    elif programs:
+        launch = _parse_program(words)
     else:
         launch = None
     if launch is not None:

@@ -51,6 +51,20 @@ class _Val(str):
         return obj
 
 
+@dataclass(frozen=True)
+class _Alts:
+    """A variable the branches of an `if` set to different literals: each value with the line that assigned it,
+    and whether some path through the block leaves it to the caller's environment (``open``). It expands as
+    unknown, like any value decided at run time; a launch whose script word uses it lists the candidates."""
+
+    values: tuple  # ((value, line), ...)
+    open: bool = False
+
+
+#: at most this many candidates of one variable are kept; more is a table of options, not a choice
+_MAX_CANDIDATES = 8
+
+
 def _tags(value) -> tuple[str, bool]:
     return getattr(value, "default_of", ""), getattr(value, "self_dir", False)
 
@@ -61,6 +75,9 @@ _SELF = "\x00self"
 _SELF_NAMES = ("0", "BASH_SOURCE")
 _FILE = "\x00file"  # the script itself, while evaluating `$(dirname "$(realpath "$0")")`
 _DIR = "\x00dir:"  # prefix of a folder relative to the script's folder, same evaluation
+# vars_ key of the working folder a `cd` moved to: ("launcher", path) relative to the script's folder, ("", path)
+# relative to wherever the caller ran it; UNKNOWN after a `cd` that cannot be followed
+_CWD = "\x00cwd"
 
 
 # ---------------------------------------------------------------- expansion
@@ -130,6 +147,8 @@ def _normpath(text: str) -> str:
 def _var_value(name: str, mod: str, vars_: dict):
     present = name in vars_
     val = vars_.get(name, UNKNOWN)
+    if isinstance(val, _Alts):
+        val = UNKNOWN  # one of several values: decided at run time
     if isinstance(val, list):
         val = (_Val(val[0].text, val[0].default_of) if val and val[0].known else UNKNOWN)
     if not mod:
@@ -322,6 +341,9 @@ class _Frame:
     kind: str = ""  # the opening word: if, for, case, {, ( ...
     before: dict = field(default_factory=dict)
     changed: set = field(default_factory=set)
+    before_line: dict = field(default_factory=dict)  # the line that assigned each `before` value
+    ends: list = field(default_factory=list)  # `if`: {name: (value, line)} at the end of each branch before the last
+    has_else: bool = False  # `if`: some branch runs on every path
 
 
 class ShellScanner:
@@ -335,7 +357,7 @@ class ShellScanner:
     """
 
     def __init__(self, path: str, variables: dict | None = None, env_names=_ENV_NAME, launch_target: str = "",
-                 self_path: bool = False):
+                 self_path: bool = False, programs: bool = False):
         self.path = path
         # In a batch script every launch runs on the script's allocation, so it shares
         # the compute target ("slurm"); elsewhere each launch is its own "launchN".
@@ -346,6 +368,11 @@ class ShellScanner:
         self.stack: list[_Frame] = []
         self.facts: list[Fact] = []
         self.launches = 0
+        # `fairseq-train data --fp16`: a command that may be a console script of the repository's packaging (the
+        # linker decides); only script files ask for these, other shell text (user data, RUN lines) never
+        self.programs = programs
+        self.program_launches = 0
+        self.lines: dict[str, int] = {}  # the line that assigned each variable's current value
         self.env_names = env_names
         self.found: list = []  # every Launch, in order (for `bash -c` strings scanned inside a command)
         # files and folders the script downloads (wget -O x.py, curl -o x.py, git clone URL dir), and whether it
@@ -402,16 +429,49 @@ class ShellScanner:
         if not self.stack:
             return
         frame = self.stack.pop()
+        alts = self._branch_values(frame) if frame.kind == "if" else {}
         for name, before in frame.before.items():
             now = self.vars.get(name, _UNSET)
             if name in frame.changed or now is not before and now != before:
-                self._set(name, UNKNOWN)
+                self._set(name, alts.get(name, UNKNOWN))
 
-    def _branch(self):
+    def _branch_values(self, frame: _Frame) -> dict:
+        """What each variable an `if` assigned may hold after it: {name: _Alts} for those whose every path
+        ends on a literal (or on the caller's environment, for a variable the script had not set)."""
+        last = {n: (self.vars.get(n, _UNSET), self.lines.get(n)) for n in frame.before}
+        ends = frame.ends + [last] + ([] if frame.has_else else [{}])  # {}: the path through no branch
+        out = {}
+        for name, before in frame.before.items():
+            values: list = []
+            open_ = False
+            for end in ends:
+                val, line = end.get(name, (before, frame.before_line.get(name)))
+                if val is _UNSET:
+                    open_ = True  # the script leaves it unset there: the environment's value, if any
+                elif isinstance(val, _Alts):
+                    values += val.values
+                    open_ = open_ or val.open
+                elif isinstance(val, str) and not _tags(val)[1]:
+                    values.append((val, line))
+                else:
+                    break  # unknown on some path (or a path relative to the script's folder): no candidates
+            else:
+                seen: dict = {}
+                for val, line in values:
+                    seen.setdefault(str(val), (val, line))
+                if seen and len(seen) <= _MAX_CANDIDATES:  # in the order the script assigns them
+                    order = sorted(seen.values(), key=lambda vl: (vl[1] is None, vl[1] or 0))
+                    out[name] = _Alts(tuple(order), open_)
+        return out
+
+    def _branch(self, word: str = "else"):
         """`else`/`elif`: the next branch does not see what the previous one assigned."""
         if not self.stack:
             return
         frame = self.stack[-1]
+        if frame.kind == "if":
+            frame.ends.append({n: (self.vars.get(n, _UNSET), self.lines.get(n)) for n in frame.before})
+            frame.has_else = frame.has_else or word == "else"
         for name, before in frame.before.items():
             if self.vars.get(name, _UNSET) != before:
                 frame.changed.add(name)
@@ -419,13 +479,24 @@ class ShellScanner:
                 self.vars.pop(name, None)
             else:
                 self.vars[name] = before
+            line = frame.before_line.get(name)
+            if line is None:
+                self.lines.pop(name, None)
+            else:
+                self.lines[name] = line
 
-    def _set(self, name: str, value) -> None:
-        """Assign; UNKNOWN records that the script set it to something undecidable."""
+    def _set(self, name: str, value, line: int | None = None) -> None:
+        """Assign (at `line`, when a literal); UNKNOWN records that the script set it to something undecidable."""
         if self.stack:
             for fr in self.stack:  # every enclosing frame must learn of it
-                fr.before.setdefault(name, self.vars.get(name, _UNSET))
+                if name not in fr.before:
+                    fr.before[name] = self.vars.get(name, _UNSET)
+                    fr.before_line[name] = self.lines.get(name)
         self.vars[name] = value
+        if line is None:
+            self.lines.pop(name, None)
+        else:
+            self.lines[name] = line
 
     # -- one simple command
     def _statement(self, toks: list[Tok]) -> None:
@@ -446,7 +517,7 @@ class ShellScanner:
                 self._pop()
                 toks = toks[1:]
             elif word in _BRANCH:
-                self._branch()
+                self._branch(word)
                 toks = toks[1:]
             elif word in _PASS:
                 toks = toks[1:]
@@ -490,16 +561,60 @@ class ShellScanner:
                 words.extend(_expand(t, self.vars))
         if self._fetches(words):
             return
-        launch = parse_words(words, self.vars, inline_launches)
+        launch = parse_words(words, self.vars, inline_launches, programs=self.programs)
+        launch = self._with_candidates(toks, launch)
         if launch is None:
             return
         self._launched(launch, assigns)
 
+    def _with_candidates(self, toks: list[Tok], launch):
+        """A launch whose script word holds a variable an `if` set to several literals (`torchrun $SCRIPT`):
+        the command read once per value, each script kept as a candidate (``attrs.script_candidates``) while
+        the launch's own script stays None. Only one such variable per command, and only when every value
+        gives a launch of the same tool with a script or module (`python $S` is no launch without them)."""
+        if launch is not None and (launch.more or launch.value.get("script") is not None
+                                   or launch.value.get("module") is not None):
+            return launch
+        names = list(dict.fromkeys(p[1] for t in toks if t.kind == "word" for p in t.parts
+                                   if p[0] == "var" and isinstance(self.vars.get(p[1]), _Alts)))
+        if len(names) != 1:
+            return launch
+        name = names[0]
+        alts = self.vars[name]
+        found = []
+        for value, line in alts.values:
+            vars_ = {**self.vars, name: value}
+            words = [w for t in toks if t.kind == "word" for w in _expand(t, vars_)]
+            one = parse_words(words, vars_, inline_launches, programs=self.programs)
+            if one is None or one.more or (launch is not None and one.value["tool"] != launch.value["tool"]):
+                return launch
+            key = "script" if one.value.get("script") is not None else "module" if one.value.get("module") else None
+            if key is None or (found and key != found[0][1]):
+                return launch
+            entry = {key: one.value[key], "var": name, "line": line}
+            if _tags(value)[0]:
+                entry["default_of"] = _tags(value)[0]
+            if launch_provenance(one).get("relative_to"):
+                entry["relative_to"] = "launcher"
+            found.append((one, key, entry))
+        if launch is None:  # read as the first value gave it, without the value
+            launch = found[0][0]
+            launch.value[found[0][1]] = None
+            launch.notes.pop("overridable", None)
+        launch.notes["script_candidates"] = [e for _, _, e in found]
+        if alts.open:
+            launch.notes["script_candidates_open"] = [name]
+        return launch
+
     def _launched(self, launch, assigns: list[Tok]) -> None:
         for one in [launch] + list(launch.more):
-            self.launches += 1
             self.found.append(one)
-            target = self.launch_target or f"launch{self.launches}"
+            if one.value.get("tool") == "program":  # counted apart: other launches keep their numbers
+                self.program_launches += 1
+                target = self.launch_target or f"program{self.program_launches}"
+            else:
+                self.launches += 1
+                target = self.launch_target or f"launch{self.launches}"
             for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
                 self._assign(a, exported=True, target=target, persist=False)
             self._emit_launch(one, target)
@@ -524,11 +639,32 @@ class ShellScanner:
         elif head == "cd" and args:
             target = _strip_dot(args[0])
             self.in_fetched = any(target == f or target.startswith(f + "/") for f in self.fetched)
+            self._cd(words[1:])
+            return True
+        elif head == "cd":  # the home folder
+            self._set(_CWD, UNKNOWN)
             return True
         if out is None:
             return False
         self.fetched.add(_strip_dot(out))
         return True
+
+    def _cd(self, words: list[Word]) -> None:
+        """Follow the working folder: a `cd` to a folder relative to the script's own (`cd "$(dirname "$0")/.."`)
+        or to a literal relative folder; anything else (an absolute folder of the machine, `cd -`, `cd $DIR`)
+        makes it unknown, and a `cd` inside a block makes it unknown after the block."""
+        args = [w for w in words if not (w.known and w.text in ("-P", "-L", "-e", "-@", "--"))]
+        old = self.vars.get(_CWD)
+        new = UNKNOWN
+        if len(args) == 1 and args[0].known and args[0].text and args[0].text[0] not in "-~/":
+            w = args[0]
+            if w.self_dir:
+                new = ("launcher", _normpath(w.text))
+            elif isinstance(old, tuple):
+                new = (old[0], _normpath(posixpath.join(old[1], w.text)))
+            elif old is None:
+                new = ("", _normpath(w.text))
+        self._set(_CWD, new)
 
     def _assign_defaults(self, toks: list[Tok]) -> None:
         """`: "${TRAIN_SCRIPT:=../src/train.py}"` assigns the default when the script had not set it."""
@@ -536,7 +672,7 @@ class ShellScanner:
             for p in t.parts if t.kind == "word" else ():
                 if p[0] == "var" and p[1] not in self.vars and _NAME.match(p[1]) and re.match(r"^:?=", p[2]):
                     value = _var_value(p[1], p[2], self.vars)
-                    self._set(p[1], value)
+                    self._set(p[1], value, t.line)
                     if value is not UNKNOWN and self.env_names.match(p[1]):
                         self.facts.append(Fact("env", {"name": p[1], "value": str(value)}, self._loc(t), key=p[1],
                                                attrs={"exported": False, "overridable": p[1]}))
@@ -571,7 +707,7 @@ class ShellScanner:
             old = self.vars.get(name, UNKNOWN)
             value = old + value if isinstance(old, str) and value is not None else None
         if persist:
-            self._set(name, UNKNOWN if value is None else value)
+            self._set(name, UNKNOWN if value is None else value, tok.line)
         if self.env_names.match(name):
             attrs = {"exported": exported}
             if self.stack:
@@ -592,7 +728,10 @@ class ShellScanner:
     def _emit_launch(self, launch, target: str) -> None:
         v = launch.value
         flags = {k: [w.line, w.column] for k, w in launch.flags.items()}
-        attrs = {"flags": flags, **launch_provenance(launch)}
+        attrs = {"flags": flags, **launch_provenance(launch), **launch.notes}
+        cwd = self.vars.get(_CWD)
+        if isinstance(cwd, tuple) and (cwd[0] or cwd[1] != "."):
+            attrs["cwd"] = {"path": cwd[1], **({"relative_to": "launcher"} if cwd[0] else {})}
         script = _strip_dot(v.get("script") if isinstance(v.get("script"), str) else "")
         if script and (self.in_fetched and not script.startswith("/") or
                        any(script == f or script.startswith(f + "/") for f in self.fetched)):
@@ -760,7 +899,7 @@ def read_shell(text: str, path: str) -> list[Fact]:
     if "\x00" in text:
         raise ReadError("binary content in a shell script", 1, 1)
     slurm, seeds = _sbatch_facts(text, path)
-    scanner = ShellScanner(path, seeds, launch_target="slurm" if slurm else "", self_path=True)
+    scanner = ShellScanner(path, seeds, launch_target="slurm" if slurm else "", self_path=True, programs=True)
     try:
         facts = scanner.feed(text)
     except RecursionError as exc:  # pathological nesting; never expected from real scripts
