@@ -282,3 +282,21 @@ def test_constraint_picks_the_compute_resource_of_a_queue_with_two():
     files["jobs/llm.sbatch"] = SBATCH.format(extra="#SBATCH --constraint=p5.48xlarge\n")
     comp = _slurm(files)
     assert comp["instance"] == "p5.48xlarge" and "--constraint p5.48xlarge" in comp["placement"]
+
+
+SLURM_CONF = """\
+ClusterName=lab
+NodeName=gpu[01-04] Gres=gpu:a100:8 CPUs=128 RealMemory=1000000
+PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=INFINITE
+"""
+
+
+def test_an_on_premises_partition_is_priced_per_gpu_hour_never_as_a_cloud_machine():
+    files = {"train.py": TRAIN, "etc/slurm.conf": SLURM_CONF, "jobs/llm.sbatch": SBATCH.format(extra="#SBATCH --gres=gpu:8\n")}
+    result = scan_files(files)
+    part = next(c for c in result.computes if c["id"].startswith("etc/slurm.conf#"))
+    assert part["instance"] is None and part["priced_per_gpu_hour"]["gpu_model"].startswith("A100")
+    comp = _slurm(files)
+    assert comp["placed_on"] == part["id"] and comp["instance"] is None
+    assert comp["priced_per_gpu_hour"]["gpu_model"].startswith("A100")  # the partition's Gres names the model
+    assert "cloud list price of the same GPU-hours" in comp["price_source"]

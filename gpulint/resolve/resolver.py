@@ -92,7 +92,10 @@ class Resolver:
         # catalogue instance: the cheapest AWS/GCP/Azure match would be a price this job never pays
         infra = str(((target.attrs or {}).get("infra") if target is not None else None) or "").split("/")[0].strip().lower()
         off_catalogue = source == "skypilot" and bool(infra) and provider is None
-        if inst is None and accel and not names and not off_catalogue and source != "slurm":
+        # a Slurm job, or a Slurm partition of its own (slurm.conf, a queue naming only its GPUs), holds GPUs on nodes
+        # the repository names no machine for: never the cheapest cloud machine, but GPU-hours of the named model
+        slurm = source == "slurm" or placement_capacity(compute) == "slurm"
+        if inst is None and accel and not names and not off_catalogue and not slurm:
             # a GKE node selector names the accelerator, the pod's nvidia.com/gpu request its count: an instance with fewer
             # GPUs than the pod requests never schedules it
             count = accel.get("count") if isinstance(accel.get("count"), int) else self._int(compute, "compute.gpus_per_node")
@@ -103,7 +106,7 @@ class Resolver:
                 picker = "as SkyPilot's optimizer picks" if source == "skypilot" else "an assumption: the repository names no machine type"
                 assumed = f"{accel.get('type')}:{count} resolved to the cheapest matching catalogue instance, {picker}"
         gpu_hour = None
-        if inst is None and accel and not names and not off_catalogue and (source == "slurm" or (source == "kubernetes" and not assumed)):
+        if inst is None and accel and not names and not off_catalogue and (slurm or (source == "kubernetes" and not assumed)):
             # A Slurm job holds the GPUs its gres names on nodes the repository does not describe, and a pod whose GPU
             # count no catalogue machine matches shares a node: both are priced per GPU-hour of the named model
             gpu_hour = self._gpu_hour_rate(str(accel.get("type") or ""), provider)
@@ -317,7 +320,7 @@ class Resolver:
                   f"for {rate.gpu_model} in the catalogue; an assumption: the repository names the GPU, not the machine, "
                   f"and the job pays only for the GPUs it holds"
                   + ("; on a cluster you own or share, read it as the cloud list price of the same GPU-hours"
-                     if rc.source == "slurm" else "")
+                     if rc.source in ("slurm", "slurm.conf") else "")
                   + f"; {p.source}" + (f"; {p.note}" if p.note else ""))
         return Price(unit, round(unit * n, 4), cap, n, p.region, p.as_of, source)
 
