@@ -28,11 +28,13 @@ from gpulint.core.sources import Source
 #: (format, module) in the order they are tried; the first format that claims a document reads it
 FORMATS: list[tuple[str, str]] = [
     ("eksctl", "gpulint.read.clusters.eksctl"),
+    ("hyperpod", "gpulint.read.clusters.hyperpod"),
 ]
 
 #: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
 NEEDS: tuple[str, ...] = (
     "eksctl.io/",  # eksctl ClusterConfig
+    "InstanceGroupName", "worker_groups",  # SageMaker HyperPod create-cluster input, provisioning_parameters.json
 )
 
 
