@@ -90,7 +90,7 @@ def read_groups(sink: FactSink, base: tuple, cluster: str | None, resolve: Resol
     scaled = isinstance(autoscaling, dict) and str(autoscaling.get("Mode", "")).lower() == "enable"
     used: set[str] = set()
     for i, g in enumerate(as_list(sink.doc.get(base) if base else sink.doc.data)):
-        if not isinstance(g, dict):
+        if not isinstance(g, dict) or isinstance(g, Tagged):  # a group behind !If is not decided here
             continue
         at = base + (i,)
         name, _ = resolve(at + ("InstanceGroupName",))
