@@ -185,3 +185,56 @@ def test_workloads_lists_instance_groups(tmp_path):
     assert sorted(computes) == ["InstanceGroup/gpu-workers", "InstanceGroup/head", "InstanceGroup/spot-dev"]
     p5 = computes["InstanceGroup/gpu-workers"]
     assert (p5["nodes"], p5["min_nodes"], p5["capacity"], p5["instance"]) == (8, 8, "reserved", "p5.48xlarge")
+
+
+AWSCC = """\
+variable "gpu_type" { default = "ml.p5.48xlarge" }
+
+resource "awscc_sagemaker_cluster" "hp" {
+  cluster_name = "train"
+  instance_groups = [
+    {
+      instance_group_name = "controller"
+      instance_type       = "ml.m5.xlarge"
+      instance_count      = 1
+    },
+    {
+      instance_group_name = "workers"
+      instance_type       = var.gpu_type
+      instance_count      = 16
+      training_plan_arn   = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5"
+    },
+    {
+      instance_group_name = "spot"
+      instance_type       = "ml.g5.xlarge"
+      instance_count      = 2
+      capacity_requirements = { spot = {} }
+    },
+  ]
+  orchestrator = {
+    eks = { cluster_arn = aws_eks_cluster.main.arn }
+  }
+}
+"""
+
+
+def test_terraform_twin_awscc_sagemaker_cluster():
+    from gpulint.read.terraform.reader import read
+
+    facts = read(AWSCC, "hyperpod.tf")
+    workers = "awscc_sagemaker_cluster.hp.workers"
+    t = one(facts, "compute.target", workers)
+    assert t.value == {"source": "terraform", "provider": "aws", "resource": "awscc_sagemaker_cluster.hp", "role": None}
+    assert t.attrs["capacity_of"] == "kubernetes" and t.attrs["cluster"] == "train" and t.attrs["hyperpod"] is True
+    assert t.attrs["labels"] == {"sagemaker.amazonaws.com/instance-group-name": "workers",
+                                 "node.kubernetes.io/instance-type": "ml.p5.48xlarge"}
+    assert t.loc.line == line_of(AWSCC, "\"workers\"") - 1  # the group's object
+    inst = one(facts, "compute.instance_type", workers)
+    assert (inst.value, inst.attrs, inst.loc.line) == ("ml.p5.48xlarge", {"resolved_from": "var.gpu_type"},
+                                                       line_of(AWSCC, "var.gpu_type"))
+    for kind in ("compute.node_count", "compute.min_nodes"):
+        assert (one(facts, kind, workers).value, one(facts, kind, workers).loc.line) == (16, line_of(AWSCC, "= 16"))
+    assert one(facts, "compute.capacity", workers).value == "reserved"
+    assert one(facts, "compute.capacity", "awscc_sagemaker_cluster.hp.spot").value == "spot"
+    ctl = one(facts, "compute.capacity", "awscc_sagemaker_cluster.hp.controller")
+    assert (ctl.value, ctl.attrs) == ("on-demand", {"default": True})
