@@ -284,9 +284,14 @@ def test_not_claimed_and_odd_shapes():
            "  C: {Type: AWS::Batch::ComputeEnvironment, Properties: {ComputeResources: {Type: FARGATE, MaxvCpus: 4}}}\n"
            "  D: {Type: AWS::Batch::JobDefinition, Properties: {NodeProperties: {NumNodes: 2, NodeRangeProperties: 5}}}\n"
            "  E: {Type: AWS::EKS::Nodegroup, Properties: {InstanceTypes: !Ref T, Taints: [{Key: a, Effect: NO_SCHEDULE}, 3]}}\n"
-           "  F: {Type: AWS::EC2::LaunchTemplate, Properties: {LaunchTemplateData: {NetworkInterfaces: [{InterfaceType: !Ref I}]}}}\n")
+           "  F: {Type: AWS::EC2::LaunchTemplate, Properties: {LaunchTemplateData: {NetworkInterfaces: [{InterfaceType: !Ref I}]}}}\n"
+           "  G: {Type: !Ref Kind, Properties: {}}\n"
+           "  H: {Type: AWS::EKS::Nodegroup, Properties: {Taints: [{Key: b, Effect: !Ref E}]}}\n"
+           "  I: {Type: AWS::EC2::Instance, Properties: {InstanceType: g5.xlarge, InstanceMarketOptions: {MarketType: !Ref M}}}\n")
     facts = facts_of(odd)
-    assert sorted({f.target for f in facts}) == ["E", "F"]
+    assert sorted({f.target for f in facts}) == ["E", "F", "H", "I"]
+    assert not [f for f in facts if f.target == "I" and f.kind == "compute.capacity"]  # not the on-demand default
+    assert "taints" not in one(facts, "compute.target", "H").attrs
     assert one(facts, "compute.target", "E").attrs["taints"] == [{"key": "a", "value": "", "effect": "NoSchedule"}]
     assert not [f for f in facts if f.target == "F" and f.kind == "compute.efa"]
 

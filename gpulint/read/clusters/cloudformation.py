@@ -35,8 +35,13 @@ def _resources(data: Any) -> dict:
     return res if isinstance(res, dict) and not isinstance(res, Tagged) else {}
 
 
+def _type(res: Any) -> str | None:
+    kind = res.get("Type") if isinstance(res, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def looks_like(doc: Doc, path: str) -> bool:
-    return any(isinstance(r, dict) and r.get("Type") in _READERS for r in _resources(doc.data).values())
+    return any(_type(r) in _READERS for r in _resources(doc.data).values())
 
 
 def read(docs: list[Doc], path: str) -> list[Fact]:
@@ -44,7 +49,7 @@ def read(docs: list[Doc], path: str) -> list[Fact]:
     for doc in docs:
         tpl = _Template(doc, path)
         for rid, res in _resources(doc.data).items():
-            reader = _READERS.get(res.get("Type")) if isinstance(res, dict) and isinstance(rid, str) else None
+            reader = _READERS.get(_type(res)) if isinstance(rid, str) else None
             if reader and isinstance(res.get("Properties"), dict) and not isinstance(res["Properties"], Tagged):
                 reader(tpl, rid, ("Resources", rid, "Properties"))
         out += tpl.sink.facts
@@ -98,6 +103,8 @@ def _ec2_market(tpl: _Template, data_at: tuple) -> tuple | None:
     mt, attrs = tpl.value(at)
     if isinstance(mt, str):
         return (_EC2_MARKET.get(mt.lower(), "on-demand" if mt.lower() == "on-demand" else None), at, attrs)
+    if tpl.doc.get(at) is not None:
+        return (None, at)  # a market decided elsewhere: not the on-demand default
     if isinstance(tpl.doc.get(data_at + ("CapacityReservationSpecification", "CapacityReservationTarget")), dict):
         return ("reserved", data_at + ("CapacityReservationSpecification", "CapacityReservationTarget"))
     return None
@@ -206,7 +213,8 @@ def _eks_nodegroup(tpl: _Template, rid: str, props: tuple) -> None:
         labels["node.kubernetes.io/instance-type"] = types[0][0]
     taints = [{"key": t["Key"], "value": t.get("Value", "") if isinstance(t.get("Value", ""), str) else "",
                "effect": _EKS_EFFECTS[t["Effect"]]} for t in as_list(tpl.doc.get(props + ("Taints",)))
-              if isinstance(t, dict) and isinstance(t.get("Key"), str) and t.get("Effect") in _EKS_EFFECTS]
+              if isinstance(t, dict) and isinstance(t.get("Key"), str) and isinstance(t.get("Effect"), str)
+              and t["Effect"] in _EKS_EFFECTS]
     sc = props + ("ScalingConfig",)
     desired, _ = tpl.value(sc + ("DesiredSize",))
     if as_int(desired) is not None:
