@@ -1,19 +1,16 @@
 """CloudFormation templates (YAML or JSON): the resources that are capacity, one target per logical id.
 
-``AWS::SageMaker::Cluster`` (HyperPod instance groups, read as the create-cluster
-input is: ``<LogicalId>.<group>``), ``AWS::Batch::ComputeEnvironment`` (vCPU
-bounds, not nodes: only a floor of 0 vCPUs is a node count; the job queues of
-the template that use it are its partitions), ``AWS::EKS::Nodegroup``,
-``AWS::EC2::Instance``, ``AWS::EC2::LaunchTemplate`` and
-``AWS::AutoScaling::AutoScalingGroup``; and ``AWS::Batch::JobDefinition`` as a
-job target (its GPUs per node, nodes and command, read as a launch).
+``AWS::SageMaker::Cluster`` (HyperPod instance groups, read as the create-cluster input is:
+``<LogicalId>.<group>``), ``AWS::Batch::ComputeEnvironment`` (vCPU bounds, not nodes: only a floor of 0 vCPUs
+is a node count; the job queues of the template that use it are its partitions), ``AWS::EKS::Nodegroup``,
+``AWS::EC2::Instance``, ``AWS::EC2::LaunchTemplate`` and ``AWS::AutoScaling::AutoScalingGroup``; and
+``AWS::Batch::JobDefinition`` as a job target (its GPUs per node, nodes and command, read as a launch).
 
-A ``!Ref`` (or ``{"Ref": ...}``) to a template parameter with a literal
-``Default`` reads as that default, said in attrs (``parameter``,
-``template_default``): a deployment may pass another value. A resource that
-names a launch template of the same template (``!Ref LT``) takes its instance
-type, market and EFA interfaces from it. Every other intrinsic (``!If``,
-``!Sub``, ``!GetAtt``, ``Fn::ImportValue`` ...) is not evaluated: its fact is left out.
+A ``!Ref`` (or ``{"Ref": ...}``) to a template parameter with a literal ``Default`` reads as that default,
+said in attrs (``parameter``, ``template_default``): a deployment may pass another value. A resource that names
+a launch template of the same template (``!Ref LT``) takes its instance type, market and EFA interfaces from it.
+Every other intrinsic (``!If``, ``!Sub``, ``!GetAtt``, ``Fn::ImportValue`` ...) is not evaluated: its fact is
+left out.
 """
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ def _resources(data: Any) -> dict:
 
 
 def _type(res: Any) -> str | None:
-    kind = res.get("Type") if isinstance(res, dict) else None
-    return kind if isinstance(kind, str) else None
+    return res["Type"] if isinstance(res, dict) and isinstance(res.get("Type"), str) else None
 
 
 def looks_like(doc: Doc, path: str) -> bool:
@@ -69,9 +65,7 @@ class _Template:
         raw = self.doc.get(at)
         ref = _ref(raw)
         if ref is not None:
-            if ref in self.params:
-                return self.params[ref], {"parameter": ref, "template_default": True}
-            return None, {}
+            return (self.params[ref], {"parameter": ref, "template_default": True}) if ref in self.params else (None, {})
         if isinstance(raw, dict) and (isinstance(raw, Tagged) or any(str(k).startswith("Fn::") for k in raw)):
             return None, {}
         return raw, {}
@@ -91,11 +85,10 @@ class _Template:
 
 
 def _ref(raw: Any) -> str | None:
-    if isinstance(raw, Tagged) and "!Ref" in raw and isinstance(raw["!Ref"], str):
-        return raw["!Ref"]
-    if isinstance(raw, dict) and not isinstance(raw, Tagged) and list(raw) == ["Ref"] and isinstance(raw["Ref"], str):
-        return raw["Ref"]
-    return None
+    """The name a ``!Ref`` (YAML) or ``{"Ref": ...}`` (JSON) refers to."""
+    key = "!Ref" if isinstance(raw, Tagged) else "Ref"
+    ok = isinstance(raw, dict) and list(raw) == [key] and isinstance(raw[key], str)
+    return raw[key] if ok else None
 
 
 def _ec2_market(tpl: _Template, data_at: tuple) -> tuple | None:
@@ -105,9 +98,8 @@ def _ec2_market(tpl: _Template, data_at: tuple) -> tuple | None:
         return (_EC2_MARKET.get(mt.lower(), "on-demand" if mt.lower() == "on-demand" else None), at, attrs)
     if tpl.doc.get(at) is not None:
         return (None, at)  # a market decided elsewhere: not the on-demand default
-    if isinstance(tpl.doc.get(data_at + ("CapacityReservationSpecification", "CapacityReservationTarget")), dict):
-        return ("reserved", data_at + ("CapacityReservationSpecification", "CapacityReservationTarget"))
-    return None
+    aim = data_at + ("CapacityReservationSpecification", "CapacityReservationTarget")
+    return ("reserved", aim) if isinstance(tpl.doc.get(aim), dict) else None
 
 
 def _efa(tpl: _Template, data_at: tuple) -> tuple | None:
@@ -137,9 +129,8 @@ def _from_lt(tpl: _Template, spec_at: tuple, attrs: dict) -> tuple[list, tuple |
     return ([itype] if itype else []), _ec2_market(tpl, lt[1]), _efa(tpl, lt[1])
 
 
-def _base(tpl: _Template, rid: str, rtype: str) -> dict:
-    return {"source": "cloudformation", "provider": "aws", "resource": f"{rtype}/{rid}",
-            "at": ("Resources", rid)}
+def _base(rid: str, rtype: str) -> dict:
+    return {"source": "cloudformation", "provider": "aws", "resource": f"{rtype}/{rid}", "at": ("Resources", rid)}
 
 
 def _sagemaker_cluster(tpl: _Template, rid: str, props: tuple) -> None:
@@ -174,7 +165,7 @@ def _batch_ce(tpl: _Template, rid: str, props: tuple) -> None:
     queues = _queues_of(tpl, rid)
     if queues:
         attrs["queues"] = queues
-    capacity(tpl.sink, rid, **_base(tpl, rid, "AWS::Batch::ComputeEnvironment"), capacity_of="batch",
+    capacity(tpl.sink, rid, **_base(rid, "AWS::Batch::ComputeEnvironment"), capacity_of="batch",
              partition=queues[0] if len(queues) == 1 else None, instance_types=types, min_nodes=low, market=market,
              efa=efa or (0, cr, {"absent": True}), attrs=attrs)
 
@@ -216,12 +207,10 @@ def _eks_nodegroup(tpl: _Template, rid: str, props: tuple) -> None:
               if isinstance(t, dict) and isinstance(t.get("Key"), str) and isinstance(t.get("Effect"), str)
               and t["Effect"] in _EKS_EFFECTS]
     sc = props + ("ScalingConfig",)
-    desired, _ = tpl.value(sc + ("DesiredSize",))
-    if as_int(desired) is not None:
-        attrs["desired"] = as_int(desired)
+    _desired(tpl, sc + ("DesiredSize",), attrs)
     if "launch_template" not in attrs:
         efa = (0, ("Resources", rid), {"absent": True})  # a managed node group without a launch template has no EFA
-    capacity(tpl.sink, rid, **_base(tpl, rid, "AWS::EKS::Nodegroup"), capacity_of="kubernetes", instance_types=types,
+    capacity(tpl.sink, rid, **_base(rid, "AWS::EKS::Nodegroup"), capacity_of="kubernetes", instance_types=types,
              max_nodes=tpl.pair(sc + ("MaxSize",)), min_nodes=tpl.pair(sc + ("MinSize",)), market=market,
              efa=efa, labels=labels, taints=taints, attrs=attrs)
 
@@ -233,7 +222,7 @@ def _ec2_instance(tpl: _Template, rid: str, props: tuple) -> None:
     market = _ec2_market(tpl, props) or market or ("on-demand", ("Resources", rid), {"default": True})
     if "NetworkInterfaces" in as_dict(tpl.doc.get(props)) or efa is None:
         efa = _efa(tpl, props)
-    capacity(tpl.sink, rid, **_base(tpl, rid, "AWS::EC2::Instance"), capacity_of=None,
+    capacity(tpl.sink, rid, **_base(rid, "AWS::EC2::Instance"), capacity_of=None,
              instance_types=[own] if own else types, max_nodes=(1, ("Resources", rid), {"default": True}),
              market=market, efa=efa, attrs=attrs)
 
@@ -241,7 +230,7 @@ def _ec2_instance(tpl: _Template, rid: str, props: tuple) -> None:
 def _launch_template(tpl: _Template, rid: str, props: tuple) -> None:
     data = props + ("LaunchTemplateData",)
     own = tpl.pair(data + ("InstanceType",))
-    capacity(tpl.sink, rid, **_base(tpl, rid, "AWS::EC2::LaunchTemplate"), capacity_of=None,
+    capacity(tpl.sink, rid, **_base(rid, "AWS::EC2::LaunchTemplate"), capacity_of=None,
              instance_types=[own] if own else [], market=_ec2_market(tpl, data), efa=_efa(tpl, data))
 
 
@@ -259,12 +248,15 @@ def _asg(tpl: _Template, rid: str, props: tuple) -> None:
             market = ("on-demand" if pct >= 100 else "spot", mip + ("InstancesDistribution",),
                       {"on_demand_percentage_above_base_capacity": pct, "on_demand_base_capacity": base,
                        "mixed": 0 < pct < 100 or (pct == 0 and base > 0)})
-    desired, _ = tpl.value(props + ("DesiredCapacity",))
-    if as_int(desired) is not None:
-        attrs["desired"] = as_int(desired)
-    capacity(tpl.sink, rid, **_base(tpl, rid, "AWS::AutoScaling::AutoScalingGroup"), capacity_of=None,
+    _desired(tpl, props + ("DesiredCapacity",), attrs)
+    capacity(tpl.sink, rid, **_base(rid, "AWS::AutoScaling::AutoScalingGroup"), capacity_of=None,
              instance_types=listed or types, max_nodes=tpl.pair(props + ("MaxSize",)),
              min_nodes=tpl.pair(props + ("MinSize",)), market=market, efa=efa, attrs=attrs)
+
+
+def _desired(tpl: _Template, at: tuple, attrs: dict) -> None:
+    if as_int(tpl.value(at)[0]) is not None:
+        attrs["desired"] = as_int(tpl.value(at)[0])  # where it starts; the maximum is its node count
 
 
 def _job_definition(tpl: _Template, rid: str, props: tuple) -> None:
@@ -285,7 +277,7 @@ def _job_definition(tpl: _Template, rid: str, props: tuple) -> None:
             if isinstance(req, dict) and req.get("Type") == "GPU":
                 gpus = tpl.pair(c + ("ResourceRequirements", i, "Value"))
         itype = tpl.pair(c + ("InstanceType",))
-        capacity(tpl.sink, target, **_base(tpl, rid, "AWS::Batch::JobDefinition"), capacity_of=None,
+        capacity(tpl.sink, target, **_base(rid, "AWS::Batch::JobDefinition"), capacity_of=None,
                  instance_types=[itype] if itype else [], max_nodes=nodes, gpus_per_node=gpus)
         command = tpl.doc.get(c + ("Command",))
         if isinstance(command, list) and not isinstance(command, Tagged):
