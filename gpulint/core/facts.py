@@ -291,6 +291,11 @@ register("infra.budget", "infra", _obj(("resource",), resource=STR, kind=STR), "
 register("infra.gpu_monitoring", "infra", _obj(("via",), via=STR),
          "GPU utilisation metrics are installed: DCGM exporter, the GPU operator, CloudWatch agent nvidia_gpu, GKE managed DCGM.")
 register("infra.placement_group", "infra", _obj(("resource",), resource=STR, strategy=OPT_STR), "A placement group or collocation policy.")
+register("cluster.partition_map", "infra", _obj(("group",), group=STR, partition=OPT_STR, node_type=OPT_STR),
+         "A SageMaker HyperPod Slurm cluster's provisioning_parameters.json: the Slurm partition an instance group "
+         "serves (node_type compute; partition null when not named) or the group that is the controller or login "
+         "nodes (node_type controller|login, no partition). The group's capacity target is in the cluster's "
+         "create-cluster input or template (another file): the linker joins them by group name.")
 
 
 def document() -> str:

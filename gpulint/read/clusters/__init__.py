@@ -30,10 +30,20 @@ from gpulint.core.sources import Source
 FORMATS: list[tuple[str, str]] = [
     ("parallelcluster", "gpulint.read.clusters.parallelcluster"),
     ("toolkit", "gpulint.read.clusters.toolkit"),
+    ("eksctl", "gpulint.read.clusters.eksctl"),
+    ("hyperpod", "gpulint.read.clusters.hyperpod"),
+    ("cloudformation", "gpulint.read.clusters.cloudformation"),
 ]
 
 #: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
-NEEDS: tuple[str, ...] = ("SlurmQueues", "deployment_groups")
+NEEDS: tuple[str, ...] = (
+    "SlurmQueues", "deployment_groups",  # ParallelCluster config, Cluster Toolkit blueprint
+    "eksctl.io/",  # eksctl ClusterConfig
+    "InstanceGroupName", "worker_groups",  # SageMaker HyperPod create-cluster input, provisioning_parameters.json
+    # CloudFormation resources that are capacity
+    "AWS::SageMaker::Cluster", "AWS::Batch::", "AWS::EKS::Nodegroup", "AWS::EC2::Instance", "AWS::EC2::LaunchTemplate",
+    "AWS::AutoScaling::AutoScalingGroup",
+)
 
 
 def read_clusters(source: Source) -> list[Fact]:

@@ -20,7 +20,9 @@
   where the format states it.
 
 Values that are not literal (a CloudFormation ``!Ref``, a ``${var}``) are not
-guessed: the fact is left out and the target says less.
+guessed: the fact is left out and the target says less. A value pair may carry a
+third element, the attrs of its fact (``(2, at, {"default": True})`` for a
+count the format's default decides), so a reader can say where a value came from.
 """
 from __future__ import annotations
 
@@ -36,6 +38,11 @@ Where = tuple
 
 def _literal(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) and not (isinstance(value, str) and ("${" in value or "{{" in value))
+
+
+def _extra(pair: tuple) -> dict:
+    """The attrs a value pair carries as its optional third element."""
+    return dict(pair[2]) if len(pair) > 2 and isinstance(pair[2], dict) else {}
 
 
 def capacity(sink: FactSink, target: str, *, source: str, provider: str | None, resource: str, at: Where,
@@ -58,15 +65,17 @@ def capacity(sink: FactSink, target: str, *, source: str, provider: str | None, 
     tattrs.update(attrs or {})
     sink.add("compute.target", {"source": source, "provider": provider, "resource": resource, "role": role,
                                 "partition": partition}, at, target, attrs=tattrs)
-    types = [(str(v).strip(), w) for v, w in instance_types if isinstance(v, str) and _literal(v) and v.strip()]
-    for name, w in types:
-        sink.add("compute.instance_type", name, w, target, attrs={"alternatives": True} if len(types) > 1 else {})
+    types = [(str(p[0]).strip(), p[1], _extra(p)) for p in instance_types
+             if isinstance(p[0], str) and _literal(p[0]) and p[0].strip()]
+    for name, w, extra in types:
+        sink.add("compute.instance_type", name, w, target,
+                 attrs={**({"alternatives": True} if len(types) > 1 else {}), **extra})
     for kind, pair in (("compute.node_count", max_nodes), ("compute.min_nodes", min_nodes),
                        ("compute.gpus_per_node", gpus_per_node)):
         if pair is not None and as_int(pair[0]) is not None:
-            sink.add(kind, as_int(pair[0]), pair[1], target)
+            sink.add(kind, as_int(pair[0]), pair[1], target, attrs=_extra(pair))
     if market is not None and market[0] in ("spot", "on-demand", "reserved"):
-        sink.add("compute.capacity", market[0], market[1], target)
+        sink.add("compute.capacity", market[0], market[1], target, attrs=_extra(market))
     if efa is not None and (efa[0] is None or as_int(efa[0]) is not None):
         value, w, eattrs = efa
         if value is not None:

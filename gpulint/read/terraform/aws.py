@@ -170,3 +170,43 @@ def aws_sagemaker_endpoint_config(ctx, rtype, label, view, line, col):
         t.fact("compute.capacity", "on-demand", key=var.key("instance_type"),
                attrs={"default": True})  # real-time endpoints have no spot option
         t.count("compute.node_count", ctx.get(var, "initial_instance_count"))
+
+
+def awscc_sagemaker_cluster(ctx, rtype, label, view, line, col):
+    """A SageMaker HyperPod cluster (Cloud Control provider): one target per instance group, as the create-cluster
+    reader (gpulint.read.clusters.hyperpod) has it; groups run always, so instance_count is also the floor."""
+    addr = f"{rtype}.{label}"
+    orch = view.block("orchestrator")
+    capacity_of = "slurm" if orch is None else "kubernetes" if orch.block("eks") else \
+        "slurm" if orch.block("slurm") else None
+    mode = ctx.get(view.block("auto_scaling"), "mode")
+    scaled = mode is not None and isinstance(mode.value, str) and mode.value.lower() == "enable"
+    name = ctx.get(view, "cluster_name")
+    for grp in view.blocks("instance_groups"):
+        gname = ctx.get(grp, "instance_group_name")
+        if gname is None or not isinstance(gname.value, str):
+            continue
+        attrs = {"hyperpod": True, "capacity_of": capacity_of}
+        if name is not None and isinstance(name.value, str):
+            attrs["cluster"] = name.value
+        if scaled:
+            attrs["autoscaling"] = True  # Karpenter sizes the group
+        itype = ctx.get(grp, "instance_type")
+        if capacity_of == "kubernetes":  # the labels HyperPod puts on the group's nodes
+            attrs["labels"] = {"sagemaker.amazonaws.com/instance-group-name": gname.value}
+            if itype is not None and isinstance(itype.value, str):
+                attrs["labels"]["node.kubernetes.io/instance-type"] = itype.value
+        t = Target(ctx, f"{addr}.{gname.value}", addr, "aws", grp, grp.line, grp.column, attrs=attrs)
+        t.instance_type(itype)
+        count = ctx.get(grp, "instance_count")
+        if not scaled:
+            t.count("compute.node_count", count)
+            t.count("compute.min_nodes", count)
+        plan = ctx.get(grp, "training_plan_arn")
+        req = grp.block("capacity_requirements")
+        if plan is not None:
+            t.fact("compute.capacity", "reserved", plan)
+        elif req is not None and (req.block("spot") or "spot" in req.attrs):
+            t.fact("compute.capacity", "spot", key=req.key("spot"))
+        elif req is None and not t.reserved:
+            t.fact("compute.capacity", "on-demand", key=grp.key("capacity_requirements"), attrs={"default": True})

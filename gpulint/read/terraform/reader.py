@@ -34,7 +34,7 @@ from gpulint.core.model import Fact, Location
 from gpulint.read.errors import BlockFailure, PartialRead, ReadError
 from gpulint.read.terraform.aws import (
     aws_asg, aws_batch_ce, aws_eks_node_group, aws_instance, aws_launch_configuration, aws_launch_template,
-    aws_sagemaker_endpoint_config, aws_sagemaker_notebook,
+    aws_sagemaker_endpoint_config, aws_sagemaker_notebook, awscc_sagemaker_cluster,
 )
 from gpulint.read.terraform.azure import aks_cluster, aks_node_pool, az_vm, az_vmss
 from gpulint.read.terraform.env import env_from_container
@@ -201,6 +201,7 @@ _RESOURCES: dict[str, _Handler] = {
     "aws_autoscaling_group": aws_asg,
     "aws_eks_node_group": aws_eks_node_group,
     "aws_batch_compute_environment": aws_batch_ce,
+    "awscc_sagemaker_cluster": awscc_sagemaker_cluster,
     "aws_sagemaker_notebook_instance": aws_sagemaker_notebook,
     "aws_sagemaker_endpoint_configuration": aws_sagemaker_endpoint_config,
     "google_compute_instance": gcp_instance,
