@@ -27,10 +27,13 @@ from gpulint.core.sources import Source
 
 #: (format, module) in the order they are tried; the first format that claims a document reads it
 FORMATS: list[tuple[str, str]] = [
+    ("ray", "gpulint.read.clusters.ray"),
 ]
 
 #: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
-NEEDS: tuple[str, ...] = ()
+NEEDS: tuple[str, ...] = (
+    "available_node_types", "head_node", "worker_nodes",  # ray
+)
 
 
 def read_clusters(source: Source) -> list[Fact]:
