@@ -278,3 +278,14 @@ def test_workloads_json_lists_ray_node_types(tmp_path):
     for name in ("gpu.spot", "gpu.big", "head.cpu"):
         assert name in text, name
     assert "p4d.24xlarge" in text and "SYS001" not in text
+
+
+def test_every_fact_has_its_registered_shape():
+    import jsonschema
+
+    from gpulint.core import facts as vocabulary
+
+    for text in (AWS, GCP, AZURE_LEGACY):
+        for f in facts_of(text):
+            jsonschema.validate(f.value, vocabulary.KINDS[f.kind].schema)
+            assert f.target
