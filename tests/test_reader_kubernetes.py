@@ -349,7 +349,8 @@ spec:
     scaled = read_kubernetes(load_documents(text.replace("  rayClusterSpec:\n", "  rayClusterSpec:\n    enableInTreeAutoscaling: true\n")), "r.yaml")
     assert only(scaled, "compute.min_nodes", "RayJob/ray-ft/gpu").value == 1
     launch = only(facts, "launch")
-    assert launch.target == "RayJob/ray-ft/head" and launch.value["script"] == "/home/ray/ft.py"
+    # the driver starts beside the head; the training it submits runs on the one GPU worker group
+    assert launch.target == "RayJob/ray-ft/gpu" and launch.value["script"] == "/home/ray/ft.py"
     assert launch.loc.line == 5
     assert not [f for f in facts if f.kind == "compute.target" and f.target == "RayJob/ray-ft/head"]
 

@@ -243,6 +243,8 @@ class _Workload:
     launch_target: str | None = None  # MPIJob Launcher: its mpirun runs on the Workers
     compute: bool = True
     entrypoint: tuple | None = None   # RayJob entrypoint string path
+    entry_target: str | None = None   # where the entrypoint's work runs (a RayJob's one accelerated worker group)
+    entry_attrs: dict = field(default_factory=dict)
     limit_at: tuple | None = None     # a Job's activeDeadlineSeconds: how long one run may last
     schedule_at: tuple | None = None  # a CronJob's schedule: how often it runs
 
@@ -377,31 +379,8 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
             at = rpath + ("replicas",) if "replicas" in rj else None
             out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
                                  rpath, _TRAINING, nodes, at, attrs={"replicas": reps, "parallelism": par}))
-    elif kind in ("RayJob", "RayCluster"):
-        cluster = spec + ("rayClusterSpec",) if kind == "RayJob" else spec
-        role = _TRAINING if kind == "RayJob" else None
-        head = cluster + ("headGroupSpec",)
-        if isinstance(doc.get(head), dict):
-            wl = _Workload(_unique(f"{res}/head", used), res, head + ("template", "spec"), head, role, 1, None)
-            if kind == "RayJob" and isinstance(doc.get(spec + ("entrypoint",)), str):
-                wl.entrypoint = spec + ("entrypoint",)
-            out.append(wl)
-        for i, grp in enumerate(as_list(doc.get(cluster + ("workerGroupSpecs",)))):
-            if not isinstance(grp, dict):
-                continue
-            gpath = cluster + ("workerGroupSpecs", i)
-            gname = grp.get("groupName") if isinstance(grp.get("groupName"), str) else str(i)
-            raw = grp.get("replicas", 1)
-            wl = _Workload(_unique(f"{res}/{gname}", used), res, gpath + ("template", "spec"), gpath, role,
-                           as_int(raw), gpath + ("replicas",) if "replicas" in grp else None)
-            if doc.get(cluster + ("enableInTreeAutoscaling",)) is True:
-                if "minReplicas" in grp:
-                    wl.min_nodes, wl.min_at = as_int(grp.get("minReplicas")), gpath + ("minReplicas",)
-            elif kind == "RayCluster" or kind == "RayService":
-                # only the autoscaler scales a group down to minReplicas; without it KubeRay keeps `replicas` pods
-                # standing (a RayJob's cluster ends with the job)
-                wl.min_nodes, wl.min_at = as_int(raw), gpath + (("replicas",) if "replicas" in grp else ())
-            out.append(wl)
+    elif kind in ("RayJob", "RayCluster", "RayService") and _api(doc, base).startswith("ray.io/"):
+        out += _ray_groups(doc, spec, kind, res, used)
     elif kind == "LeaderWorkerSet" and _api(doc, base).startswith("leaderworkerset.x-k8s.io/"):
         # replicas groups of `size` pods each: one leader (leaderTemplate, or workerTemplate when it has none) and
         # size - 1 workers; multi-node serving (vLLM/SGLang with tensor x pipeline parallelism across the group)
@@ -435,6 +414,64 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
     elif isinstance(kind, str) and "kubeflow.org" in _api(doc, base) and not _api(doc, base).startswith("trainer."):
         out += _operator_replicas(doc, spec, kind, res, used)
     return out
+
+
+def _ray_groups(doc: Doc, spec: tuple, kind: str, res: str, used: set) -> list[_Workload]:
+    """KubeRay: the head group and every worker group are targets of their own.
+
+    A RayJob's entrypoint is a driver started beside the head, but the work it submits runs where its resources
+    are: on the one worker group with accelerators, when there is exactly one. With several, which one runs it is
+    decided by the job's task options, not here: the launch stays on the job with the groups it may run on."""
+    cluster = spec + {"RayJob": ("rayClusterSpec",), "RayService": ("rayClusterConfig",)}.get(kind, ())
+    role = _TRAINING if kind == "RayJob" else None
+    autoscaling = doc.get(cluster + ("enableInTreeAutoscaling",)) is True
+    out: list[_Workload] = []
+    head = cluster + ("headGroupSpec",)
+    head_wl = None
+    if isinstance(doc.get(head), dict):
+        head_wl = _Workload(_unique(f"{res}/head", used), res, head + ("template", "spec"), head, role, 1, None)
+        out.append(head_wl)
+    accelerated = []
+    for i, grp in enumerate(as_list(doc.get(cluster + ("workerGroupSpecs",)))):
+        if not isinstance(grp, dict):
+            continue
+        gpath = cluster + ("workerGroupSpecs", i)
+        gname = grp.get("groupName") if isinstance(grp.get("groupName"), str) else str(i)
+        raw = grp.get("replicas", 1)
+        wl = _Workload(_unique(f"{res}/{gname}", used), res, gpath + ("template", "spec"), gpath, role,
+                       as_int(raw), gpath + ("replicas",) if "replicas" in grp else None)
+        for key, name in (("minReplicas", "min_replicas"), ("maxReplicas", "max_replicas")):
+            if as_int(grp.get(key)) is not None:
+                wl.attrs[name] = as_int(grp.get(key))
+        if autoscaling:
+            wl.attrs["autoscaling"] = True
+            if "minReplicas" in grp:
+                wl.min_nodes, wl.min_at = as_int(grp.get("minReplicas")), gpath + ("minReplicas",)
+        elif kind in ("RayCluster", "RayService"):
+            # only the autoscaler scales a group down to minReplicas; without it KubeRay keeps `replicas` pods
+            # standing (a RayJob's cluster ends with the job)
+            wl.min_nodes, wl.min_at = as_int(raw), gpath + (("replicas",) if "replicas" in grp else ())
+        if _accelerated(doc, wl.pod):
+            accelerated.append(wl.target)
+        out.append(wl)
+    entry = spec + ("entrypoint",)
+    if kind == "RayJob" and isinstance(doc.get(entry), str) and out:
+        holder = head_wl or out[0]
+        holder.entrypoint = entry
+        if len(accelerated) == 1:
+            holder.entry_target = accelerated[0]
+        elif accelerated:
+            holder.entry_target = _unique(res, used)
+            holder.entry_attrs = {"runs_on_any_of": accelerated}
+    return out
+
+
+def _accelerated(doc: Doc, pod: tuple) -> bool:
+    """Does a pod template request an accelerator (GPU, TPU, Neuron, Gaudi) or select accelerator nodes?"""
+    for c in as_list(doc.get(pod + ("containers",))):
+        if isinstance(c, dict) and [r for r in _resource((), c, _ACCEL_RESOURCES) if r[1] != _EFA]:
+            return True
+    return any(k in _ACCEL_KEYS for k in as_dict(doc.get(pod + ("nodeSelector",))))
 
 
 def _api(doc: Doc, base: tuple) -> str:
@@ -581,8 +618,8 @@ def _read_pod(sink: FactSink, wl: _Workload) -> None:
         script = doc.get(wl.entrypoint)
         multi = "\n" in script
         for n, step in enumerate(launches_from_script(script)):
-            _emit_step(sink, wl.entrypoint, step.offset if multi else None, step, launch_target,
-                       dotted(wl.entrypoint) + f"[{n}]", {})
+            _emit_step(sink, wl.entrypoint, step.offset if multi else None, step, wl.entry_target or launch_target,
+                       dotted(wl.entrypoint) + f"[{n}]", wl.entry_attrs)
 
 
 def _tolerations(sink: FactSink, pod: tuple) -> list[tuple[tuple, dict]]:

@@ -33,6 +33,7 @@ FORMATS: list[tuple[str, str]] = [
     ("eksctl", "gpulint.read.clusters.eksctl"),
     ("hyperpod", "gpulint.read.clusters.hyperpod"),
     ("cloudformation", "gpulint.read.clusters.cloudformation"),
+    ("ray", "gpulint.read.clusters.ray"),
 ]
 
 #: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
@@ -43,6 +44,7 @@ NEEDS: tuple[str, ...] = (
     # CloudFormation resources that are capacity
     "AWS::SageMaker::Cluster", "AWS::Batch::", "AWS::EKS::Nodegroup", "AWS::EC2::Instance", "AWS::EC2::LaunchTemplate",
     "AWS::AutoScaling::AutoScalingGroup",
+    "available_node_types", "head_node", "worker_nodes",  # Ray cluster launcher config
 )
 
 

@@ -40,6 +40,7 @@ from gpulint.read.terraform.azure import aks_cluster, aks_node_pool, az_vm, az_v
 from gpulint.read.terraform.env import env_from_container
 from gpulint.read.terraform.gcp import gcp_instance, gke_cluster, gke_node_pool
 from gpulint.read.terraform.hcl import View
+from gpulint.read.terraform.manifests import MANIFEST_ATTRS, manifests_of, read_manifests
 from gpulint.read.terraform.modules import eks_module
 from gpulint.read.terraform.scripts import startup_scripts
 from gpulint.read.terraform.targets import Context, is_auto_tfvars
@@ -65,16 +66,27 @@ def read(text: str, path: str) -> list[Fact]:
         raise ReadError("HCL nesting too deep to read", 1, 1) from None
     ctx.collect_values(root)
     failures: list[BlockFailure] = []
+    manifests = []  # Kubernetes documents the file applies, read together once every block is read
     for name, blocks in root.raw.items():
         for body, line, col, _dyn, labels in blocks:
             start = len(ctx.facts)
             try:
                 _top_block(ctx, name, labels, View(body, line, col, ""), line, col)
+                if name == "resource" and len(labels) == 2 and labels[0] in MANIFEST_ATTRS:
+                    found = manifests_of(ctx, labels[0], labels[1], View(body, line, col, ""), line)
+                    manifests += [found] if found else []
             except Exception as exc:  # noqa: BLE001 - one odd block must not lose the file's other facts
                 del ctx.facts[start:]  # a half-read block says nothing rather than something partial
                 what = " ".join([name] + [f'"{lab}"' for lab in labels])
                 error = "nesting too deep" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
                 failures.append(BlockFailure(what, line, col, error))
+    start = len(ctx.facts)
+    try:
+        read_manifests(ctx, manifests)
+    except Exception as exc:  # noqa: BLE001 - the manifests' facts are lost, not the file's own
+        del ctx.facts[start:]
+        failures.append(BlockFailure("Kubernetes manifests", manifests[0].first if manifests else 1, 1,
+                                     f"{type(exc).__name__}: {exc}"))
     if failures:
         raise PartialRead(ctx.facts, failures)
     return ctx.facts
