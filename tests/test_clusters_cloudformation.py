@@ -305,3 +305,71 @@ def test_workloads_lists_template_targets(tmp_path):
             "AWS::EC2::Instance/Box"} <= set(computes)
     gpu = computes["InstanceGroup/gpu"]
     assert (gpu["nodes"], gpu["instance"]) == (4, "p4d.24xlarge")
+
+
+PCLUSTER_STACK = """\
+AWSTemplateFormatVersion: '2010-09-09'
+Parameters:
+  Architecture:
+    Type: String
+    Default: GPU
+    AllowedValues: [x86, GPU]
+  ComputeInstanceMax:
+    Type: Number
+    Default: 4
+  HeadSubnet:
+    Type: AWS::EC2::Subnet::Id
+Mappings:
+  InstanceTypeForArchitecture:
+    ComputeNodes:
+      x86: c6i.8xlarge
+      GPU: g5.12xlarge
+Resources:
+  PclusterClusterProvider:
+    Type: AWS::CloudFormation::Stack
+    Properties:
+      TemplateURL: https://example.com/custom_resource/cluster.yaml
+  PclusterCluster:
+    Type: Custom::PclusterCluster
+    Properties:
+      ServiceToken: !GetAtt PclusterClusterProvider.Outputs.ServiceToken
+      ClusterName: !Sub 'c-${AWS::StackName}'
+      ClusterConfiguration:
+        Image:
+          Os: alinux2
+        HeadNode:
+          InstanceType: c6i.xlarge
+          Networking:
+            SubnetId: !Ref HeadSubnet
+        Scheduling:
+          Scheduler: slurm
+          SlurmQueues:
+            - Name: compute
+              ComputeResources:
+                - Name: nodes
+                  InstanceType: !FindInMap [InstanceTypeForArchitecture, ComputeNodes, !Ref Architecture]
+                  MinCount: 0
+                  MaxCount: !Ref ComputeInstanceMax
+              Networking:
+                SubnetIds:
+                  - !Ref HeadSubnet
+"""
+
+
+def test_parallelcluster_resource_reads_its_cluster_configuration_with_parameter_defaults():
+    facts = read_clusters(parse_yaml(PCLUSTER_STACK, "infra/cluster.yaml"))
+    lines = PCLUSTER_STACK.splitlines()
+    target = {f.target for f in facts if f.kind == "compute.target"}
+    assert target == {"compute/nodes"}
+    t = next(f for f in facts if f.kind == "compute.target")
+    assert t.value["source"] == "parallelcluster" and t.value["partition"] == "compute" and t.attrs["default"] is True
+    itype = next(f for f in facts if f.kind == "compute.instance_type")
+    assert itype.value == "g5.12xlarge" and "FindInMap" in lines[itype.loc.line - 1]
+    nodes = next(f for f in facts if f.kind == "compute.node_count")
+    assert nodes.value == 4 and "MaxCount" in lines[nodes.loc.line - 1]
+
+
+def test_parallelcluster_resource_with_an_unresolvable_instance_type_states_none():
+    text = PCLUSTER_STACK.replace("    Default: GPU\n", "")  # the parameter has no default: the deployment decides
+    facts = read_clusters(parse_yaml(text, "infra/cluster.yaml"))
+    assert [f for f in facts if f.kind == "compute.target"] and not [f for f in facts if f.kind == "compute.instance_type"]

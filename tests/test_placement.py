@@ -300,3 +300,15 @@ def test_an_on_premises_partition_is_priced_per_gpu_hour_never_as_a_cloud_machin
     assert comp["placed_on"] == part["id"] and comp["instance"] is None
     assert comp["priced_per_gpu_hour"]["gpu_model"].startswith("A100")  # the partition's Gres names the model
     assert "cloud list price of the same GPU-hours" in comp["price_source"]
+
+
+def test_a_hyperpod_group_serves_the_partition_its_provisioning_parameters_assign():
+    from pathlib import Path
+
+    from gpulint.testing import scan_tree
+
+    result = scan_tree(Path(__file__).parent.parent / "fixtures" / "wm-hyperpod-partitions")
+    wl = next(w for w in result.workloads if w["entrypoint"] == "jobs/finetune.py")
+    comp = wl["compute"]
+    assert comp["instance"] == "p4d.24xlarge" and comp["placed_on"] == "cluster/cluster-config.json#a100"
+    assert "provisioning_parameters.json:6 assigns it" in comp["placement"]

@@ -90,14 +90,19 @@ def _decide(job: Compute, cands: list[Compute], why: str) -> None:
     job.placement_unknown = f"{why}, but {len(near)} candidates differ: {names}"
 
 
-def _slurm(job: Compute, queues: list[Compute]) -> None:
+def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, str]]) -> None:
     value, attrs = _target(job)
     asked = value.get("partition")
     constraint = attrs.get("constraint")
+
+    def partition(q: Compute) -> str | None:
+        return _target(q)[0].get("partition") or assigned.get(q.id, (None, ""))[0]
+
     if isinstance(asked, str) and asked.strip():
         wanted = {p.strip() for p in asked.split(",") if p.strip()}
-        cands = [q for q in queues if _target(q)[0].get("partition") in wanted]
-        why = f"--partition {asked} is the queue"
+        cands = [q for q in queues if partition(q) in wanted]
+        via = sorted({assigned[q.id][1] for q in cands if q.id in assigned})
+        why = f"--partition {asked} is the queue" + (f" ({', '.join(via)} assigns it)" if via else "")
         if not cands:
             return  # a partition of a cluster the repository does not describe
     else:
@@ -105,12 +110,12 @@ def _slurm(job: Compute, queues: list[Compute]) -> None:
         why = "no --partition: the cluster's default partition"
         if not cands:
             gpu = [q for q in queues if _gpu(q)]
-            parts = {_target(q)[0].get("partition") for q in gpu}
+            parts = {partition(q) for q in gpu}
             if len(parts) != 1:
                 return
             cands = gpu
             why = ("no --partition, and no queue is marked default: assumed the repository's only GPU queue "
-                   f"({parts.pop()})")
+                   f"({parts.pop() or 'unnamed'})")
     if isinstance(constraint, str) and constraint.strip():
         narrowed = [q for q in cands if _matches_constraint(q, constraint)]
         if narrowed:
@@ -172,8 +177,40 @@ def _pod(job: Compute, groups: list[Compute]) -> None:
     _decide(job, cands, why)
 
 
-def place(computes: dict[str, Compute]) -> None:
-    """Set ``placed_on`` / ``placement`` / ``placement_unknown`` on every job the repository's capacity places."""
+def _partition_maps(capacity: list[Compute], maps: list) -> dict[str, tuple[str, str]]:
+    """Partitions a SageMaker HyperPod ``provisioning_parameters.json`` assigns to instance groups that do not name
+    their own: ``{target id: (partition, where)}``, from the map nearest each group's cluster file."""
+    out: dict[str, tuple[str, str]] = {}
+    for c in capacity:
+        value, _ = _target(c)
+        resource = str(value.get("resource") or "")
+        if value.get("partition") or not resource.startswith("InstanceGroup/"):
+            continue
+        group = resource.split("/", 1)[1]
+        cands = [m for m in maps if isinstance(m.value, dict) and m.value.get("group") == group and m.value.get("partition")]
+        if not cands:
+            continue
+        best = _nearest_facts(cands, c.path)
+        if len({m.value["partition"] for m in best}) == 1:
+            out[c.id] = (best[0].value["partition"], best[0].loc.short())
+    return out
+
+
+def _nearest_facts(facts: list, path: str) -> list:
+    def shared(p: str) -> int:
+        a, b = posixpath.dirname(path).split("/"), posixpath.dirname(p).split("/")
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n] and a[n]:
+            n += 1
+        return n
+
+    best = max(shared(f.loc.path) for f in facts)
+    return [f for f in facts if shared(f.loc.path) == best]
+
+
+def place(computes: dict[str, Compute], partition_maps: list = ()) -> None:
+    """Set ``placed_on`` / ``placement`` / ``placement_unknown`` on every job the repository's capacity places
+    (``partition_maps``: the ``cluster.partition_map`` facts of the repository)."""
     by_kind: dict[str, list[Compute]] = {}
     for c in computes.values():
         kind = capacity_of(c)
@@ -181,10 +218,11 @@ def place(computes: dict[str, Compute]) -> None:
             by_kind.setdefault(kind, []).append(c)
     if not by_kind:
         return
+    assigned = _partition_maps(by_kind.get("slurm", []), list(partition_maps))
     for c in _jobs(computes.values()):
         source = _target(c)[0].get("source")
         if source == "slurm" and by_kind.get("slurm"):
-            _slurm(c, by_kind["slurm"])
+            _slurm(c, by_kind["slurm"], assigned)
         elif source == "kubernetes" and by_kind.get("kubernetes"):
             _pod(c, by_kind["kubernetes"])
 

@@ -426,7 +426,7 @@ def compute_targets(repo: Repo) -> dict[str, Compute]:
     computes = {cid: c for cid, c in out.items() if c.first("compute.target") is not None}
     for c in computes.values():
         c.joined = [computes[t] for t in _template_ids(c, computes) if t != c.id]
-    place(computes)
+    place(computes, list(repo.all("cluster.partition_map")))
     return computes
 
 

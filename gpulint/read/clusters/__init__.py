@@ -43,7 +43,7 @@ NEEDS: tuple[str, ...] = (
     "InstanceGroupName", "worker_groups",  # SageMaker HyperPod create-cluster input, provisioning_parameters.json
     # CloudFormation resources that are capacity
     "AWS::SageMaker::Cluster", "AWS::Batch::", "AWS::EKS::Nodegroup", "AWS::EC2::Instance", "AWS::EC2::LaunchTemplate",
-    "AWS::AutoScaling::AutoScalingGroup",
+    "AWS::AutoScaling::AutoScalingGroup", "Custom::PclusterCluster", "AWS::ParallelCluster::Cluster",
     "available_node_types", "head_node", "worker_nodes",  # Ray cluster launcher config
 )
 

@@ -4,7 +4,9 @@
 ``<LogicalId>.<group>``), ``AWS::Batch::ComputeEnvironment`` (vCPU bounds, not nodes: only a floor of 0 vCPUs
 is a node count; the job queues of the template that use it are its partitions), ``AWS::EKS::Nodegroup``,
 ``AWS::EC2::Instance``, ``AWS::EC2::LaunchTemplate`` and ``AWS::AutoScaling::AutoScalingGroup``; and
-``AWS::Batch::JobDefinition`` as a job target (its GPUs per node, nodes and command, read as a launch).
+``AWS::Batch::JobDefinition`` as a job target (its GPUs per node, nodes and command, read as a launch); and
+ParallelCluster's ``Custom::PclusterCluster``, whose ``ClusterConfiguration`` is read as a ParallelCluster config
+(``!FindInMap`` keyed by parameter defaults resolved, as ``!Ref`` is).
 
 A ``!Ref`` (or ``{"Ref": ...}``) to a template parameter with a literal ``Default`` reads as that default,
 said in attrs (``parameter``, ``template_default``): a deployment may pass another value. A resource that names
@@ -287,7 +289,53 @@ def _job_definition(tpl: _Template, rid: str, props: tuple) -> None:
                           dotted(c[3:] + ("Command",)) + (f"[{n}]" if idx is not None else ""), {})
 
 
+def _find_in_map(tpl: _Template, raw: Any) -> Any:
+    """``!FindInMap [Map, Key, Key2]`` (or ``Fn::FindInMap``) whose keys are literals or Refs to parameter defaults."""
+    args = raw.get("!FindInMap") if isinstance(raw, Tagged) else raw.get("Fn::FindInMap") if isinstance(raw, dict) else None
+    if not isinstance(args, list) or len(args) != 3:
+        return None
+    keys = []
+    for a in args:
+        ref = _ref(a)
+        keys.append(tpl.params.get(ref) if ref is not None else a if isinstance(a, str) else None)
+    if any(not isinstance(k, str) for k in keys):
+        return None
+    value = as_dict(as_dict(as_dict(tpl.doc.data.get("Mappings")).get(keys[0])).get(keys[1])).get(keys[2])
+    return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def _resolved(tpl: _Template, node: Any) -> Any:
+    """A copy of ``node`` with each Ref to a parameter default and each resolvable FindInMap replaced by its value
+    (a deployment that passes other parameters gets other values: these are the template's defaults); every other
+    intrinsic stays as it is, and the readers leave it out."""
+    ref = _ref(node)
+    if ref is not None:
+        return tpl.params.get(ref, node)
+    found = _find_in_map(tpl, node)
+    if found is not None:
+        return found
+    if isinstance(node, Tagged):
+        return node
+    if isinstance(node, dict):
+        return {k: _resolved(tpl, v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_resolved(tpl, v) for v in node]
+    return node
+
+
+def _pcluster(tpl: _Template, rid: str, props: tuple) -> None:
+    """ParallelCluster's CloudFormation resource (``Custom::PclusterCluster`` of its custom-resource stack, or the
+    ``AWS::ParallelCluster::Cluster`` type): its ``ClusterConfiguration`` is a ParallelCluster config, read as one."""
+    from gpulint.read.clusters.parallelcluster import read_config
+
+    config = tpl.doc.get(props + ("ClusterConfiguration",))
+    if isinstance(config, dict) and not isinstance(config, Tagged):
+        read_config(tpl.sink, props + ("ClusterConfiguration",), _resolved(tpl, config))
+
+
 _READERS = {
+    "Custom::PclusterCluster": _pcluster,
+    "AWS::ParallelCluster::Cluster": _pcluster,
     "AWS::SageMaker::Cluster": _sagemaker_cluster,
     "AWS::Batch::ComputeEnvironment": _batch_ce,
     "AWS::EKS::Nodegroup": _eks_nodegroup,

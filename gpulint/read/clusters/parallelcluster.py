@@ -57,12 +57,18 @@ def read(docs: list[Doc], path: str) -> list[Fact]:
     out: list[Fact] = []
     for doc in docs:
         sink = FactSink(doc, path)
-        queues = as_list(as_dict(doc.data.get("Scheduling")).get("SlurmQueues"))
-        for qi, queue in enumerate(queues):
-            if isinstance(queue, dict):
-                _queue(sink, ("Scheduling", "SlurmQueues", qi), queue, default=qi == 0)
+        read_config(sink, (), doc.data)
         out += sink.facts
     return out
+
+
+def read_config(sink: FactSink, at: tuple, data: dict) -> None:
+    """The queues of one ParallelCluster config ``data`` found at ``at`` of the sink's document (the whole file, or
+    a CloudFormation resource's ``ClusterConfiguration``)."""
+    queues = as_list(as_dict(data.get("Scheduling")).get("SlurmQueues"))
+    for qi, queue in enumerate(queues):
+        if isinstance(queue, dict):
+            _queue(sink, at + ("Scheduling", "SlurmQueues", qi), queue, default=qi == 0)
 
 
 def _name(value: Any) -> str | None:
