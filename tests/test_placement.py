@@ -307,7 +307,7 @@ def test_a_hyperpod_group_serves_the_partition_its_provisioning_parameters_assig
 
     from gpulint.testing import scan_tree
 
-    result = scan_tree(Path(__file__).parent.parent / "fixtures" / "wm-hyperpod-partitions")
+    result, _ = scan_tree(Path(__file__).parent.parent / "fixtures" / "wm-hyperpod-partitions")
     wl = next(w for w in result.workloads if w["entrypoint"] == "jobs/finetune.py")
     comp = wl["compute"]
     assert comp["instance"] == "p4d.24xlarge" and comp["placed_on"] == "cluster/cluster-config.json#a100"
