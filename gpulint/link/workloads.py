@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
-from gpulint.link.placement import capacity_of, place
+from gpulint.link.placement import place
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.resolve.results import WorkloadResolution
@@ -982,7 +982,9 @@ def _is_standalone(c: Compute) -> bool:
         return False
     v = c.value("compute.target") or {}
     source, resource = v.get("source"), str(v.get("resource") or "")
-    if source == "terraform" or capacity_of(c):
+    # a cluster definition's capacity (a queue, a node group) runs the jobs its scheduler places on it
+    # (gpulint.link.placement), not whichever script of the repository is left over: pairing them is a guess
+    if source == "terraform":
         return True
     if source == "kubernetes":
         return resource.startswith(("NodePool/", "Provisioner/"))
