@@ -203,7 +203,7 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
          "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "
          "script the dvc.yaml (\"dvc.yaml\" of the working folder), stage or null for the whole pipeline; "
-         "hyperpodrun reads as torchrun; tool uvicorn|gunicorn|hypercorn: module is the application's (module:app); "
+         "hyperpodrun reads as torchrun; attrs.runs_on_any_of: a RayJob entrypoint whose cluster has several GPU worker groups; tool uvicorn|gunicorn|hypercorn: module is the application's (module:app); "
          "tool program (shell script files only): a named command with flags that may be a console script "
          "(``fairseq-train data --fp16``: program the name), linked only when the repository's packaging declares it "
          "(package.console_script); "
@@ -250,7 +250,9 @@ register("config.hf_args", "config", _t("object"),
 _TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
 register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
          "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool), "
-         "or a cluster definition's capacity (gpulint.read.clusters: attrs.capacity_of slurm|kubernetes|ray|batch, labels, taints, default, cluster; partition the Slurm queue it serves); provider aws|gcp|azure|null; "
+         "or a cluster definition's capacity (gpulint.read.clusters: attrs.capacity_of slurm|kubernetes|ray|batch, labels, taints, default, cluster, head (a Ray head node type), region; partition the Slurm queue it serves); "
+         "a job's placement keys: attrs.node_selector, tolerations (pods), constraint (sbatch --constraint); KubeRay worker groups attrs.min_replicas, max_replicas, autoscaling; "
+         "attrs.terraform_resource: a Kubernetes object applied by that Terraform resource; provider aws|gcp|azure|null; "
          "role training|serving|notebook|null (what the infrastructure names it for). attrs include runtime_ref {kind, name} "
          "and num_proc_per_node (Kubeflow Trainer TrainJob), replicated_job (TrainingRuntime), nproc_per_node "
          "(HyperPodPyTorchJob), hyperpod (SageMaker HyperPod nodes: ml.* instance types, sagemaker.amazonaws.com/ labels), "
