@@ -61,17 +61,19 @@ def _gpu(c: Compute) -> bool:
     return c.has_gpu_hint()
 
 
-def _nearest(cands: list[Compute], path: str) -> list[Compute]:
-    """The candidates sharing the longest folder prefix with ``path`` (a job beside its cluster's config)."""
-    def shared(p: str) -> int:
-        a, b = posixpath.dirname(path).split("/"), posixpath.dirname(p).split("/")
-        n = 0
-        while n < min(len(a), len(b)) and a[n] == b[n] and a[n]:
-            n += 1
-        return n
+def _shared_folders(path: str, other: str) -> int:
+    """How many leading folders two files share."""
+    a, b = posixpath.dirname(path).split("/"), posixpath.dirname(other).split("/")
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n] and a[n]:
+        n += 1
+    return n
 
-    best = max((shared(c.path) for c in cands), default=0)
-    return [c for c in cands if shared(c.path) == best]
+
+def _nearest(cands: list, path: str, where=lambda c: c.path) -> list:
+    """The candidates sharing the longest folder prefix with ``path`` (a job beside its cluster's config)."""
+    best = max((_shared_folders(path, where(c)) for c in cands), default=0)
+    return [c for c in cands if _shared_folders(path, where(c)) == best]
 
 
 def _decide(job: Compute, cands: list[Compute], why: str) -> None:
@@ -190,22 +192,10 @@ def _partition_maps(capacity: list[Compute], maps: list) -> dict[str, tuple[str,
         cands = [m for m in maps if isinstance(m.value, dict) and m.value.get("group") == group and m.value.get("partition")]
         if not cands:
             continue
-        best = _nearest_facts(cands, c.path)
+        best = _nearest(cands, c.path, where=lambda m: m.loc.path)
         if len({m.value["partition"] for m in best}) == 1:
             out[c.id] = (best[0].value["partition"], best[0].loc.short())
     return out
-
-
-def _nearest_facts(facts: list, path: str) -> list:
-    def shared(p: str) -> int:
-        a, b = posixpath.dirname(path).split("/"), posixpath.dirname(p).split("/")
-        n = 0
-        while n < min(len(a), len(b)) and a[n] == b[n] and a[n]:
-            n += 1
-        return n
-
-    best = max(shared(f.loc.path) for f in facts)
-    return [f for f in facts if shared(f.loc.path) == best]
 
 
 def place(computes: dict[str, Compute], partition_maps: list = ()) -> None:
