@@ -128,7 +128,7 @@ def test_pod_selecting_a_label_no_pool_has_is_not_placed():
 
 
 def test_two_pools_with_different_machines_leave_it_unknown_and_say_why():
-    files = {"train.py": TRAIN, "k8s/job.yaml": _job(label=None),
+    files = {"train.py": TRAIN, "k8s/job.yaml": _job(),
              "k8s/a100.yaml": NODEPOOL.format(name="a100", label="training", instance="p4d.24xlarge"),
              "k8s/h100.yaml": NODEPOOL.format(name="h100", label="training", instance="p5.48xlarge")}
     wl, comp = _compute(scan_files(files))
@@ -138,14 +138,14 @@ def test_two_pools_with_different_machines_leave_it_unknown_and_say_why():
     assert not codes(files, "NET001")  # which machine runs it is not in the repository
 
 
-def test_a_gpu_pod_without_selector_lands_on_the_only_gpu_pool_it_tolerates():
+def test_a_gpu_pod_without_selector_is_not_placed_even_on_the_only_gpu_pool():
     files = {"train.py": TRAIN, "k8s/job.yaml": _job(label=None),
              "k8s/gpu.yaml": NODEPOOL.format(name="gpu", label="training", instance="p5.48xlarge"),
              "k8s/cpu.yaml": NODEPOOL.format(name="cpu", label="general", instance="m5.2xlarge").replace(
                  "      taints:\n        - key: nvidia.com/gpu\n          value: \"true\"\n          effect: NoSchedule\n", "")}
     _, comp = _compute(scan_files(files))
-    assert comp["instance"] == "p5.48xlarge" and comp["placed_on"] == "k8s/gpu.yaml#NodePool/gpu"
-    assert "taints it tolerates" in comp["placement"]
+    # other node groups may exist outside the repository: which one runs it is not stated
+    assert comp["instance"] is None and comp.get("placed_on") is None
 
 
 def test_a_pod_that_names_its_instance_type_is_not_placed():
@@ -312,3 +312,11 @@ def test_a_hyperpod_group_serves_the_partition_its_provisioning_parameters_assig
     comp = wl["compute"]
     assert comp["instance"] == "p4d.24xlarge" and comp["placed_on"] == "cluster/cluster-config.json#a100"
     assert "provisioning_parameters.json:6 assigns it" in comp["placement"]
+
+
+def test_a_job_without_partition_is_not_placed_when_the_repository_has_several_clusters():
+    files = {"train.py": TRAIN, "clusters/a/config.yaml": PCLUSTER.format(efa=EFA_ON),
+             "clusters/b/config.yaml": PCLUSTER.format(efa=EFA_ON).replace("p4d.24xlarge", "p5.48xlarge"),
+             "jobs/llm.sbatch": SBATCH.format(extra="")}
+    comp = _slurm(files)
+    assert comp.get("placed_on") is None and comp["instance"] is None

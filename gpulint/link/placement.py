@@ -108,6 +108,11 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
         if not cands:
             return  # a partition of a cluster the repository does not describe
     else:
+        if len({q.path for q in queues}) > 1:
+            # a job that names no partition runs on whichever cluster it is submitted to: with several cluster files
+            # in the repository that is not stated (on awsome-distributed-training, HyperPod jobs had fallen onto a
+            # ParallelCluster template's default queue: 7 wrong placements)
+            return
         cands = [q for q in queues if _target(q)[1].get("default")]
         why = "no --partition: the cluster's default partition"
         if not cands:
@@ -169,6 +174,10 @@ def _pod(job: Compute, groups: list[Compute]) -> None:
         return  # the pod names its machine itself, or runs on no GPU
     selector = attrs.get("node_selector") or {}
     tolerations = attrs.get("tolerations") or []
+    if not {k for k in selector if k not in _UNIVERSAL_LABELS and k not in _GPU_NODE_LABELS}:
+        # a pod that selects no group may land on node groups created outside the repository (judged wrong twice
+        # on aws-do-hyperpod, where the only group the repository states was a template's parameter default)
+        return
     provider = value.get("provider")
     cands = [g for g in groups if _gpu(g) and _selects(selector, _target(g)[1].get("labels") or {})
              and _tolerates(tolerations, _target(g)[1].get("taints") or [])
