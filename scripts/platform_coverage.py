@@ -13,7 +13,8 @@ runs ``gpulint workloads --format json`` and ``gpulint scan --format json --exit
 * targets: every entry of the workloads report's ``computes`` (it lists every resolved target, used or not);
   GPU targets (``device == "gpu"``), GPU targets naming a catalogue instance, targets no workload uses;
 * cluster targets: targets defined in a file the census below classes as a cluster definition (a file-based
-  test, so it does not depend on how a gpulint version names its sources), and how many of them are GPU / priced;
+  test, so it does not depend on how a gpulint version names its sources), or whose source is one of gpulint's
+  cluster readers (CLUSTER_SOURCES), and how many of them are GPU / priced;
 * workloads, workloads with a compute target, workloads on a catalogue instance, workloads on a cluster target;
 * findings per code, and how many are warnings or errors.
 
@@ -278,13 +279,24 @@ def _path_of(compute_id: str) -> str:
     return compute_id.split("#", 1)[0]
 
 
+#: compute.target sources of gpulint's cluster readers (issue 25, gpulint/read/clusters/): a target from one of them
+#: is a cluster target even in a file the census patterns do not class (a JSON test config, a CloudFormation
+#: template whose only capacity-like resource the census counts as a job)
+CLUSTER_SOURCES = {"parallelcluster", "eksctl", "hyperpod", "cloudformation", "toolkit", "slurm.conf", "ray"}
+
+
+def is_cluster_target(c: dict, clusters: set[str]) -> bool:
+    return str(c.get("source")) in CLUSTER_SOURCES or _path_of(str(c.get("id") or "")) in clusters
+
+
 def counts(wl_doc: dict | None, scan: dict | None, clusters: set[str]) -> dict[str, Any]:
     computes = [c for c in (wl_doc or {}).get("computes") or [] if isinstance(c, dict)]
     workloads = [w for w in (wl_doc or {}).get("workloads") or [] if isinstance(w, dict)]
     used = {i for w in workloads for i in _compute_ids(w)}
     by_id = {str(c.get("id")): c for c in computes}
     gpu = [c for c in computes if c.get("device") == "gpu"]
-    cluster = [c for c in computes if _path_of(str(c.get("id") or "")) in clusters]
+    cluster = [c for c in computes if is_cluster_target(c, clusters)]
+    cluster_ids = {str(c.get("id")) for c in cluster}
     findings = (scan or {}).get("findings") or []
     per_code = Counter(f.get("code") for f in findings)
     severe = Counter(f.get("code") for f in findings if f.get("severity") in ("warning", "error"))
@@ -305,7 +317,8 @@ def counts(wl_doc: dict | None, scan: dict | None, clusters: set[str]) -> dict[s
         "workloads": len(workloads),
         "workloads_with_compute": sum(1 for w in workloads if _compute_ids(w)),
         "workloads_on_instance": sum(1 for w in workloads if on_instance(w)),
-        "workloads_on_cluster": sum(1 for w in workloads if any(_path_of(i) in clusters for i in _compute_ids(w))),
+        "workloads_on_cluster": sum(1 for w in workloads if any(i in cluster_ids or _path_of(i) in clusters
+                                                                 for i in _compute_ids(w))),
         "findings": len(findings),
         "findings_warning_or_error": sum(severe.values()),
         "per_code": dict(sorted(per_code.items())),
@@ -396,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpulint", help="command that runs gpulint (default: the installed gpulint)")
     ap.add_argument("--repos", help="only these repositories (owner/name, comma separated)")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--gpulint-commit", help="the commit of a gpulint installed without its checkout (non-editable)")
     ap.add_argument("-o", "--output", type=Path, help="write the run's JSON here (for --compare and --load)")
     ap.add_argument("--load", type=Path, help="print the table of a saved run")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="before -> after table of two saved runs")
@@ -419,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = rw.gpulint_command(args.gpulint)
     version = rw.gpulint_version(cmd)
     src = rw.gpulint_source(cmd)
-    gcommit = rw.gpulint_identity(src)[0] if src else None
+    gcommit = rw.gpulint_identity(src)[0] if src else args.gpulint_commit
     record: dict[str, Any] = {"record_version": RECORD_VERSION, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                               "gpulint_command": " ".join(cmd), "gpulint_version": version, "gpulint_commit": gcommit,
                               "manifest": str(args.manifest), "repos": []}
