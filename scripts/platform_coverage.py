@@ -272,6 +272,9 @@ def _compute_ids(wl: dict) -> list[str]:
     for c in [wl.get("compute"), *(wl.get("job_computes") or [])]:
         if isinstance(c, dict) and c.get("id"):
             ids.append(str(c["id"]))
+        # a job the scheduler places on cluster capacity (a Slurm partition, a node group) names it in placed_on
+        if isinstance(c, dict) and c.get("placed_on"):
+            ids.append(str(c["placed_on"]))
     return ids
 
 
