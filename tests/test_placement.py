@@ -320,3 +320,10 @@ def test_a_job_without_partition_is_not_placed_when_the_repository_has_several_c
              "jobs/llm.sbatch": SBATCH.format(extra="")}
     comp = _slurm(files)
     assert comp.get("placed_on") is None and comp["instance"] is None
+
+
+def test_a_job_without_partition_is_not_placed_on_a_cluster_template_far_from_it():
+    files = {"examples/esm/train.py": TRAIN, "architectures/pcluster/templates/vanilla.yaml": PCLUSTER.format(efa=EFA_ON),
+             "examples/esm/train.sbatch": SBATCH.format(extra="")}
+    wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "examples/esm/train.py")
+    assert wl["compute"].get("placed_on") is None

@@ -70,6 +70,13 @@ def _shared_folders(path: str, other: str) -> int:
     return n
 
 
+def _near(path: str, other: str) -> bool:
+    """Are two files in one folder tree: each at most one folder below the folders they share?"""
+    shared = _shared_folders(path, other)
+    depth = lambda p: len([x for x in posixpath.dirname(p).split("/") if x])  # noqa: E731
+    return depth(path) - shared <= 1 and depth(other) - shared <= 1
+
+
 def _nearest(cands: list, path: str, where=lambda c: c.path) -> list:
     """The candidates sharing the longest folder prefix with ``path`` (a job beside its cluster's config)."""
     best = max((_shared_folders(path, where(c)) for c in cands), default=0)
@@ -113,6 +120,9 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
             # in the repository that is not stated (on awsome-distributed-training, HyperPod jobs had fallen onto a
             # ParallelCluster template's default queue: 7 wrong placements)
             return
+        # and only a cluster defined near the job (the same folder tree, or sibling folders such as cluster/ and
+        # jobs/): a cluster template three folders away in a repository of examples is not where its jobs run
+        queues = [q for q in queues if _near(job.path, q.path)]
         cands = [q for q in queues if _target(q)[1].get("default")]
         why = "no --partition: the cluster's default partition"
         if not cands:
