@@ -101,3 +101,24 @@ def cli_scan(path, *args, cwd=None) -> tuple[int, list[tuple[str, str, int]], di
     proc = run_cli("scan", path, "--format", "json", *args, cwd=cwd)
     found = reported(proc)
     return proc.returncode, rows(found, AT, sort=True), json.loads(proc.stdout)
+
+
+# -- one reader's facts (the reader tests: a fact of a kind and target, the line a needle is on) ------------------------
+
+def facts_of_kind(facts: list, kind: str, target: str | None = None) -> list:
+    """The facts of ``kind`` (of ``target``, when given)."""
+    return [f for f in facts if f.kind == kind and (target is None or f.target == target)]
+
+
+def only_fact(facts: list, kind: str, target: str | None = None):
+    """The one fact of ``kind`` (of ``target``); fails when there is none or more than one."""
+    found = facts_of_kind(facts, kind, target)
+    assert len(found) == 1, (kind, target, found)
+    return found[0]
+
+
+def line_of(text: str, needle: str, nth: int = 0) -> int:
+    """The 1-based line of the ``nth`` line of ``text`` containing ``needle``."""
+    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
+    assert len(hits) > nth, (needle, hits)
+    return hits[nth]

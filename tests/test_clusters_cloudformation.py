@@ -9,6 +9,7 @@ from conftest import run_cli
 from gpulint.read.clusters import read_clusters
 from gpulint.read.clusters.cloudformation import looks_like
 from gpulint.read.parsers import parse_json, parse_yaml
+from helpers import line_of, only_fact as one
 
 TEMPLATE = """\
 AWSTemplateFormatVersion: '2010-09-09'
@@ -164,18 +165,6 @@ Resources:
 def facts_of(text: str, path: str = "stack.yaml"):
     parse = parse_json if path.endswith(".json") else parse_yaml
     return read_clusters(parse(text, path))
-
-
-def line_of(text: str, needle: str, nth: int = 0) -> int:
-    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
-    assert len(hits) > nth, needle
-    return hits[nth]
-
-
-def one(facts, kind, target):
-    found = [f for f in facts if f.kind == kind and f.target == target]
-    assert len(found) == 1, (kind, target, found)
-    return found[0]
 
 
 def test_sagemaker_cluster_groups_resolve_parameter_defaults_only():

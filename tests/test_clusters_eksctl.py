@@ -8,6 +8,7 @@ from conftest import run_cli
 from gpulint.read.clusters import read_clusters
 from gpulint.read.clusters.eksctl import looks_like
 from gpulint.read.parsers import parse_yaml
+from helpers import line_of, only_fact as one
 
 CLUSTER = """\
 apiVersion: eksctl.io/v1alpha5
@@ -68,18 +69,6 @@ nodeGroups:
 
 def read(text: str, path: str = "cluster.yaml"):
     return read_clusters(parse_yaml(text, path))
-
-
-def line_of(text: str, needle: str, nth: int = 0) -> int:
-    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
-    assert len(hits) > nth, needle
-    return hits[nth]
-
-
-def one(facts, kind, target):
-    found = [f for f in facts if f.kind == kind and f.target == target]
-    assert len(found) == 1, (kind, target, found)
-    return found[0]
 
 
 def test_managed_gpu_group_with_reservation_efa_labels_and_taints():

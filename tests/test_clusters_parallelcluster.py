@@ -8,6 +8,7 @@ from gpulint.read.clusters import read_clusters
 from gpulint.read.clusters.parallelcluster import looks_like
 from gpulint.read.parsers import parse_yaml
 from gpulint.read.yamlnodes import load_documents
+from helpers import facts_of_kind as of, line_of, only_fact as one
 
 CONFIG = """\
 Region: us-west-2
@@ -70,21 +71,6 @@ def read(text, path="cluster-config.yaml"):
     return out
 
 
-def line_of(text, needle, nth=0):
-    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
-    return hits[nth]
-
-
-def of(out, target, kind):
-    return [f for f in out if f.target == target and f.kind == kind]
-
-
-def one(out, target, kind):
-    found = of(out, target, kind)
-    assert len(found) == 1, (target, kind, found)
-    return found[0]
-
-
 def test_each_compute_resource_is_a_target_of_its_queue():
     out = read(CONFIG)
     targets = {f.target: f for f in out if f.kind == "compute.target"}
@@ -101,39 +87,39 @@ def test_each_compute_resource_is_a_target_of_its_queue():
 
 def test_instance_counts_capacity_and_efa():
     out = read(CONFIG)
-    inst = one(out, "train/p5", "compute.instance_type")
+    inst = one(out, "compute.instance_type", "train/p5")
     assert (inst.value, inst.attrs, inst.loc.line) == ("p5.48xlarge", {}, line_of(CONFIG, "InstanceType: p5.48xlarge"))
-    assert (one(out, "train/p5", "compute.min_nodes").value, one(out, "train/p5", "compute.min_nodes").loc.line) == (
+    assert (one(out, "compute.min_nodes", "train/p5").value, one(out, "compute.min_nodes", "train/p5").loc.line) == (
         2, line_of(CONFIG, "MinCount: 2"))
-    assert (one(out, "train/p5", "compute.node_count").value, one(out, "train/p5", "compute.node_count").loc.line) == (
+    assert (one(out, "compute.node_count", "train/p5").value, one(out, "compute.node_count", "train/p5").loc.line) == (
         8, line_of(CONFIG, "MaxCount: 8"))
-    cap = one(out, "train/p5", "compute.capacity")
+    cap = one(out, "compute.capacity", "train/p5")
     assert (cap.value, cap.loc.line) == ("on-demand", line_of(CONFIG, "CapacityType: ONDEMAND"))
-    efa = one(out, "train/p5", "compute.efa")
+    efa = one(out, "compute.efa", "train/p5")
     assert (efa.value, efa.attrs, efa.loc.line) == (1, {"all": True}, line_of(CONFIG, "Enabled: true", 1))
 
 
 def test_several_instance_types_are_alternatives():
     out = read(CONFIG)
-    types = of(out, "train/g5", "compute.instance_type")
+    types = of(out, "compute.instance_type", "train/g5")
     assert [(f.value, f.attrs, f.loc.line) for f in types] == [
         ("g5.12xlarge", {"alternatives": True}, line_of(CONFIG, "g5.12xlarge")),
         ("g5.24xlarge", {"alternatives": True}, line_of(CONFIG, "g5.24xlarge"))]
-    assert of(out, "train/g5", "compute.min_nodes") == []  # MinCount defaults to 0: nothing idles
+    assert of(out, "compute.min_nodes", "train/g5") == []  # MinCount defaults to 0: nothing idles
 
 
 def test_efa_absent_is_off_by_default_and_explicit_off_is_plain_zero():
     out = read(CONFIG)
-    absent = one(out, "train/g5", "compute.efa")
+    absent = one(out, "compute.efa", "train/g5")
     assert (absent.value, absent.attrs, absent.loc.line) == (0, {"absent": True}, line_of(CONFIG, "- Name: g5"))
-    off = one(out, "cheap/g4dn", "compute.efa")
+    off = one(out, "compute.efa", "cheap/g4dn")
     assert (off.value, off.attrs, off.loc.line) == (0, {}, line_of(CONFIG, "Enabled: false"))
 
 
 def test_spot_and_capacity_blocks():
     out = read(CONFIG)
-    assert one(out, "cheap/g4dn", "compute.capacity").value == "spot"
-    block = one(out, "block/h100", "compute.capacity")
+    assert one(out, "compute.capacity", "cheap/g4dn").value == "spot"
+    block = one(out, "compute.capacity", "block/h100")
     # the compute resource's reservation target is where the reservation is named
     assert (block.value, block.loc.line) == ("reserved", line_of(CONFIG, "CapacityReservationTarget:"))
 
@@ -145,9 +131,9 @@ def test_queue_level_reservation_makes_on_demand_reserved():
         CapacityReservationResourceGroupArn: arn:aws:resource-groups:us-west-2:123456789012:group/odcrs
 """)
     out = read(text)
-    cap = one(out, "train/p5", "compute.capacity")
+    cap = one(out, "compute.capacity", "train/p5")
     assert (cap.value, cap.loc.line) == ("reserved", line_of(text, "CapacityReservationTarget:"))
-    assert one(out, "cheap/g4dn", "compute.capacity").value == "spot"
+    assert one(out, "compute.capacity", "cheap/g4dn").value == "spot"
 
 
 def test_envsubst_placeholders_are_not_guessed():
@@ -172,11 +158,11 @@ Scheduling:
 """
     out = read(text)
     target = "compute-gpu/distributed-ml"
-    assert one(out, target, "compute.target").value["partition"] == "compute-gpu"
+    assert one(out, "compute.target", target).value["partition"] == "compute-gpu"
     for kind in ("compute.instance_type", "compute.node_count", "compute.min_nodes"):
-        assert of(out, target, kind) == [], kind
-    assert one(out, target, "compute.capacity").value == "reserved"  # a reservation is targeted, whichever
-    assert one(out, target, "compute.efa").value == 1
+        assert of(out, kind, target) == [], kind
+    assert one(out, "compute.capacity", target).value == "reserved"  # a reservation is targeted, whichever
+    assert one(out, "compute.efa", target).value == 1
 
 
 def test_must_not_read():
@@ -195,5 +181,5 @@ def test_odd_shapes_never_raise():
                  "Region: x\nScheduling:\n  SlurmQueues:\n    - {Name: q, CapacityType: [SPOT], ComputeResources: [{Name: c, Instances: 5}]}\n"):
         read(text)
     out = read("Region: x\nScheduling:\n  SlurmQueues:\n    - ComputeResources:\n        - InstanceType: g5.xlarge\n")
-    t = one(out, "queue-0/compute-resource-0", "compute.target")
+    t = one(out, "compute.target", "queue-0/compute-resource-0")
     assert t.value["partition"] is None and "default" not in t.attrs  # no name, no partition a job could name

@@ -7,6 +7,7 @@ import sys
 
 from gpulint.read.clusters import ray
 from gpulint.read.yamlnodes import load_documents
+from helpers import line_of as line, only_fact as one
 
 AWS = """\
 cluster_name: llm-train
@@ -102,18 +103,8 @@ def facts_of(text, path="ray/cluster.yaml"):
     return ray.read(mine, path)
 
 
-def one(facts, kind, target):
-    found = [f for f in facts if f.kind == kind and f.target == target]
-    assert len(found) == 1, (kind, target, found)
-    return found[0]
-
-
 def none(facts, kind, target):
     assert not [f for f in facts if f.kind == kind and f.target == target], (kind, target)
-
-
-def line(text, needle, nth=0):
-    return [i for i, t in enumerate(text.splitlines(), 1) if needle in t][nth]
 
 
 def test_aws_node_types_are_targets_with_counts_market_and_efa():

@@ -7,6 +7,7 @@ import pytest
 from gpulint.core import facts as vocabulary
 from gpulint.read.builtin import gpulint_file_kinds
 from gpulint.read.clusters.slurmconf import gres_gpus, hostlist, read_slurmconf
+from helpers import only_fact as one
 
 CONF = """\
 # slurm.conf for the training cluster
@@ -45,12 +46,6 @@ def line_of(text, needle):
     return hits[0]
 
 
-def one(out, target, kind):
-    found = [f for f in out if f.target == target and f.kind == kind]
-    assert len(found) == 1, (target, kind, found)
-    return found[0]
-
-
 def none(out, target, kind):
     return not [f for f in out if f.target == target and f.kind == kind]
 
@@ -69,24 +64,24 @@ def test_one_target_per_partition():
 
 def test_gpus_come_from_the_nodes_gres_through_nodesets():
     out = read(CONF)
-    gpn = one(out, "Partition/h100", "compute.gpus_per_node")
+    gpn = one(out, "compute.gpus_per_node", "Partition/h100")
     assert (gpn.value, gpn.loc.line, gpn.loc.column) == (8, line_of(CONF, "NodeName=dgx"), 23)
-    acc = one(out, "Partition/h100", "compute.accelerator")
+    acc = one(out, "compute.accelerator", "Partition/h100")
     assert acc.value == {"type": "h100", "count": 8} and acc.loc.line == gpn.loc.line
-    nodes = one(out, "Partition/h100", "compute.node_count")
+    nodes = one(out, "compute.node_count", "Partition/h100")
     assert (nodes.value, nodes.loc.line, nodes.loc.column) == (16, line_of(CONF, "PartitionName=h100"), 20)
-    inf = one(out, "Partition/inference", "compute.accelerator")
+    inf = one(out, "compute.accelerator", "Partition/inference")
     assert inf.value == {"type": "l40s", "count": 4} and inf.loc.line == line_of(CONF, "NodeName=l40s")
-    assert one(out, "Partition/inference", "compute.node_count").value == 4
+    assert one(out, "compute.node_count", "Partition/inference").value == 4
 
 
 def test_cpu_and_mixed_partitions_state_only_their_node_count():
     out = read(CONF)
-    assert one(out, "Partition/cpu", "compute.node_count").value == 9
+    assert one(out, "compute.node_count", "Partition/cpu").value == 9
     assert none(out, "Partition/cpu", "compute.gpus_per_node") and none(out, "Partition/cpu", "compute.accelerator")
-    assert one(out, "Partition/mixed", "compute.node_count").value == 3
+    assert one(out, "compute.node_count", "Partition/mixed").value == 3
     assert none(out, "Partition/mixed", "compute.gpus_per_node")  # 8 GPUs on two nodes, 4 on the third
-    assert one(out, "Partition/all", "compute.node_count").value == 16 + 4 + 9
+    assert one(out, "compute.node_count", "Partition/all").value == 16 + 4 + 9
 
 
 def test_defaults_continuations_and_case():
@@ -99,18 +94,18 @@ partitionname=A100 nodes=a[1-2] \\
 PartitionName=b Nodes=b1
 """
     out = read(text)
-    t = one(out, "Partition/A100", "compute.target")
+    t = one(out, "compute.target", "Partition/A100")
     assert t.attrs.get("default") is True and t.loc.line == 4
-    assert one(out, "Partition/A100", "compute.gpus_per_node").value == 4
-    assert one(out, "Partition/A100", "compute.gpus_per_node").loc.line == 1  # the DEFAULT line that gives the Gres
-    assert one(out, "Partition/b", "compute.gpus_per_node").value == 2
+    assert one(out, "compute.gpus_per_node", "Partition/A100").value == 4
+    assert one(out, "compute.gpus_per_node", "Partition/A100").loc.line == 1  # the DEFAULT line that gives the Gres
+    assert one(out, "compute.gpus_per_node", "Partition/b").value == 2
     assert none(out, "Partition/b", "compute.accelerator")  # gpu:2 names no model
 
 
 def test_nodes_defined_elsewhere_are_counted_not_described():
     text = "include /etc/slurm/nodes.conf\nPartitionName=gpu Nodes=gpu-[01-32] Default=YES\n"
     out = read(text)
-    assert one(out, "Partition/gpu", "compute.node_count").value == 32
+    assert one(out, "compute.node_count", "Partition/gpu").value == 32
     assert none(out, "Partition/gpu", "compute.gpus_per_node")
 
 

@@ -8,6 +8,7 @@ from gpulint.read.clusters import read_clusters
 from gpulint.read.clusters.toolkit import looks_like
 from gpulint.read.parsers import parse_yaml
 from gpulint.read.yamlnodes import load_documents
+from helpers import facts_of_kind as of, line_of, only_fact as one
 
 BLUEPRINT = """\
 blueprint_name: llm-training
@@ -86,20 +87,6 @@ def read(text, path="blueprint.yaml"):
     return out
 
 
-def line_of(text, needle, nth=0):
-    return [i for i, line in enumerate(text.splitlines(), 1) if needle in line][nth]
-
-
-def of(out, target, kind):
-    return [f for f in out if f.target == target and f.kind == kind]
-
-
-def one(out, target, kind):
-    found = of(out, target, kind)
-    assert len(found) == 1, (target, kind, found)
-    return found[0]
-
-
 def test_nodesets_are_targets_of_the_partition_that_uses_them():
     out = read(BLUEPRINT)
     targets = {f.target: f for f in out if f.kind == "compute.target"}
@@ -116,33 +103,33 @@ def test_nodesets_are_targets_of_the_partition_that_uses_them():
 def test_node_counts_machine_and_capacity():
     out = read(BLUEPRINT)
     a3 = "a3_partition/a3_nodeset"
-    inst = one(out, a3, "compute.instance_type")
+    inst = one(out, "compute.instance_type", a3)
     assert (inst.value, inst.attrs, inst.loc.line) == ("a3-highgpu-8g", {}, line_of(BLUEPRINT, "machine_type: a3-highgpu-8g"))
-    nodes, idle = one(out, a3, "compute.node_count"), one(out, a3, "compute.min_nodes")
+    nodes, idle = one(out, "compute.node_count", a3), one(out, "compute.min_nodes", a3)
     assert (nodes.value, nodes.loc.line) == (4, line_of(BLUEPRINT, "node_count_dynamic_max: 0"))  # static 4 + dynamic 0
     assert (idle.value, idle.loc.line) == (4, line_of(BLUEPRINT, "node_count_static:"))
-    cap = one(out, a3, "compute.capacity")  # reservation_name resolves to "": no reservation
+    cap = one(out, "compute.capacity", a3)  # reservation_name resolves to "": no reservation
     assert (cap.value, cap.loc.line) == ("on-demand", line_of(BLUEPRINT, "enable_spot_vm: false"))
 
 
 def test_spot_and_guest_accelerators():
     out = read(BLUEPRINT)
     g2 = "batch_partition/g2_nodeset"
-    assert one(out, g2, "compute.capacity").value == "spot"
-    assert one(out, g2, "compute.node_count").value == 12 and of(out, g2, "compute.min_nodes") == []
-    acc = one(out, g2, "compute.accelerator")
+    assert one(out, "compute.capacity", g2).value == "spot"
+    assert one(out, "compute.node_count", g2).value == 12 and of(out, "compute.min_nodes", g2) == []
+    acc = one(out, "compute.accelerator", g2)
     assert (acc.value, acc.loc.line) == ({"type": "nvidia-l4", "count": 4}, line_of(BLUEPRINT, "- type: nvidia-l4"))
-    gpn = one(out, g2, "compute.gpus_per_node")
+    gpn = one(out, "compute.gpus_per_node", g2)
     assert (gpn.value, gpn.loc.line) == (4, line_of(BLUEPRINT, "guest_accelerator:"))
 
 
 def test_module_defaults():
     out = read(BLUEPRINT)
     cpu = "batch_partition/cpu_nodeset"
-    inst = one(out, cpu, "compute.instance_type")
+    inst = one(out, "compute.instance_type", cpu)
     assert (inst.value, inst.attrs, inst.loc.line) == ("c2-standard-60", {"default": True}, line_of(BLUEPRINT, "- id: cpu_nodeset"))
-    assert one(out, cpu, "compute.node_count").value == 10  # node_count_dynamic_max's default
-    assert of(out, cpu, "compute.capacity") == []
+    assert one(out, "compute.node_count", cpu).value == 10  # node_count_dynamic_max's default
+    assert of(out, "compute.capacity", cpu) == []
 
 
 def test_reservation_and_unresolved_expressions():
@@ -150,17 +137,17 @@ def test_reservation_and_unresolved_expressions():
         "partition_name: batch", "partition_name: $(vars.not_defined)").replace(
         "node_count_dynamic_max: 12", "node_count_dynamic_max: $(network.subnetwork_count)")
     out = read(text)
-    cap = one(out, "a3_partition/a3_nodeset", "compute.capacity")
+    cap = one(out, "compute.capacity", "a3_partition/a3_nodeset")
     assert (cap.value, cap.loc.line) == ("reserved", line_of(text, "reservation_name:"))
-    g2 = one(out, "batch_partition/g2_nodeset", "compute.target")
+    g2 = one(out, "compute.target", "batch_partition/g2_nodeset")
     assert g2.value["partition"] is None
-    assert of(out, "batch_partition/g2_nodeset", "compute.node_count") == []
+    assert of(out, "compute.node_count", "batch_partition/g2_nodeset") == []
 
 
 def test_deployment_variables_fill_unwritten_settings():
     text = BLUEPRINT.replace("  reservation: \"\"\n", "  reservation: \"\"\n  machine_type: n2-standard-32\n")
     out = read(text)
-    inst = one(out, "batch_partition/cpu_nodeset", "compute.instance_type")
+    inst = one(out, "compute.instance_type", "batch_partition/cpu_nodeset")
     assert (inst.value, inst.attrs, inst.loc.line) == ("n2-standard-32", {}, line_of(text, "machine_type: n2-standard-32"))
 
 
@@ -210,22 +197,22 @@ deployment_groups:
 
 def test_gke_node_pools_are_kubernetes_capacity_with_their_labels():
     out = read(GKE)
-    t = one(out, "h100_pool", "compute.target")
+    t = one(out, "compute.target", "h100_pool")
     assert t.value == {"source": "toolkit", "provider": "gcp", "resource": "NodePool/h100", "role": None, "partition": None}
     assert t.attrs["capacity_of"] == "kubernetes" and t.attrs["cluster"] == "train-cluster"
     assert t.attrs["labels"] == {"team": "research", "cloud.google.com/gke-nodepool": "h100",
                                  "node.kubernetes.io/instance-type": "a3-highgpu-8g",
                                  "cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
     assert t.attrs["taints"] == [{"key": "dedicated", "value": "training", "effect": "NoSchedule"}]
-    assert (one(out, "h100_pool", "compute.node_count").value, one(out, "h100_pool", "compute.min_nodes").value) == (2, 2)
-    assert one(out, "h100_pool", "compute.node_count").loc.line == line_of(GKE, "static_node_count: 2")
-    cap = one(out, "h100_pool", "compute.capacity")
+    assert (one(out, "compute.node_count", "h100_pool").value, one(out, "compute.min_nodes", "h100_pool").value) == (2, 2)
+    assert one(out, "compute.node_count", "h100_pool").loc.line == line_of(GKE, "static_node_count: 2")
+    cap = one(out, "compute.capacity", "h100_pool")
     assert (cap.value, cap.loc.line) == ("reserved", line_of(GKE, "reservation_affinity:"))
-    assert one(out, "h100_pool", "compute.accelerator").value == {"type": "nvidia-h100-80gb", "count": 8}
-    spot = one(out, "spot_pool", "compute.target")
+    assert one(out, "compute.accelerator", "h100_pool").value == {"type": "nvidia-h100-80gb", "count": 8}
+    spot = one(out, "compute.target", "spot_pool")
     assert spot.attrs["labels"] == {"node.kubernetes.io/instance-type": "g2-standard-8", "cloud.google.com/gke-spot": "true"}
-    assert one(out, "spot_pool", "compute.capacity").value == "spot"
-    assert (one(out, "spot_pool", "compute.node_count").value, one(out, "spot_pool", "compute.min_nodes").value) == (6, 0)
+    assert one(out, "compute.capacity", "spot_pool").value == "spot"
+    assert (one(out, "compute.node_count", "spot_pool").value, one(out, "compute.min_nodes", "spot_pool").value) == (6, 0)
 
 
 def test_must_not_read_and_never_raises():

@@ -6,6 +6,7 @@ import pytest
 
 from gpulint.read.kubernetes import read_kubernetes
 from gpulint.read.yamlnodes import load_documents
+from helpers import facts_of_kind as of, line_of as line, only_fact as one
 
 pytest.importorskip("gpulint.read.shell.commands")
 
@@ -56,20 +57,6 @@ spec:
                     nvidia.com/gpu: 8
                     vpc.amazonaws.com/efa: 32
 """
-
-
-def of(facts, kind, target=None):
-    return [f for f in facts if f.kind == kind and (target is None or f.target == target)]
-
-
-def one(facts, kind, target=None):
-    found = of(facts, kind, target)
-    assert len(found) == 1, (kind, target, found)
-    return found[0]
-
-
-def line(text, needle, nth=0):
-    return [i for i, t in enumerate(text.splitlines(), 1) if needle in t][nth]
 
 
 def test_rayjob_groups_are_targets_and_the_entrypoint_runs_on_the_gpu_group():

@@ -10,6 +10,7 @@ import pytest
 
 from gpulint.read.errors import PartialRead
 from gpulint.read.terraform.reader import read
+from helpers import facts_of_kind as of, line_of as line, only_fact as one
 
 pytest.importorskip("gpulint.read.shell.commands")
 
@@ -57,20 +58,6 @@ resource "kubectl_manifest" "gpu_pool" {
   YAML
 }
 '''
-
-
-def of(facts, kind, target=None):
-    return [f for f in facts if f.kind == kind and (target is None or f.target == target)]
-
-
-def one(facts, kind, target=None):
-    found = of(facts, kind, target)
-    assert len(found) == 1, (kind, target, found)
-    return found[0]
-
-
-def line(text, needle, nth=0):
-    return [i for i, t in enumerate(text.splitlines(), 1) if needle in t][nth]
 
 
 def test_kubectl_manifest_nodepool_at_its_tf_lines():
