@@ -315,17 +315,18 @@ def _read_object(doc: Doc, base: tuple, path: str, used: set) -> list[Fact]:
     name = _name(doc, base)
     sink = FactSink(doc, path)
     if kind in ("NodePool", "Provisioner") and api.startswith("karpenter.sh/"):
-        _read_nodepool(sink, base, kind, name, _unique(f"{kind}/{name}", used))
+        _read_nodepool(sink, base, kind, name, unique_target(f"{kind}/{name}", used))
         return sink.facts
     if kind == "TrainJob" and api.startswith("trainer.kubeflow.org/"):
-        _read_trainjob(sink, base, name, _unique(f"TrainJob/{name}", used))
+        _read_trainjob(sink, base, name, unique_target(f"TrainJob/{name}", used))
         return sink.facts
     for wl in _workloads(doc, base, kind, name, used):
         _read_pod(sink, wl)
     return sink.facts
 
 
-def _unique(target: str, used: set) -> str:
+def unique_target(target: str, used: set) -> str:
+    """``target``, or ``target#2``, ``target#3`` ... when a document of the file already took it (recorded in ``used``)."""
     out, n = target, 2
     while out in used:
         out, n = f"{target}#{n}", n + 1
@@ -351,7 +352,7 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
     def one(pod, role, nodes_key, default_nodes=1):
         raw = doc.get(nodes_key) if nodes_key else None
         nodes = as_int(raw) if raw is not None else default_nodes
-        out.append(_Workload(_unique(res, used), res, pod, meta_at, role, nodes,
+        out.append(_Workload(unique_target(res, used), res, pod, meta_at, role, nodes,
                              nodes_key if raw is not None else None))
 
     if kind == "Pod":
@@ -377,7 +378,7 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
             par = as_int(as_dict(as_dict(rj.get("template")).get("spec")).get("parallelism", 1))
             nodes = reps * par if reps is not None and par is not None else None
             at = rpath + ("replicas",) if "replicas" in rj else None
-            out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
+            out.append(_Workload(unique_target(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
                                  rpath, _TRAINING, nodes, at, attrs={"replicas": reps, "parallelism": par}))
     elif kind in ("RayJob", "RayCluster", "RayService") and _api(doc, base).startswith("ray.io/"):
         out += _ray_groups(doc, spec, kind, res, used)
@@ -389,15 +390,15 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
         groups_at = spec + ("replicas",) if doc.get(spec + ("replicas",)) is not None else None
         workers = lwt + ("workerTemplate", "spec")
         if isinstance(doc.get(lwt + ("leaderTemplate",)), dict):
-            out.append(_Workload(_unique(f"{res}/leader", used), res, lwt + ("leaderTemplate", "spec"), lwt, None,
+            out.append(_Workload(unique_target(f"{res}/leader", used), res, lwt + ("leaderTemplate", "spec"), lwt, None,
                                  groups, groups_at, attrs={"group_size": size}))
             n = groups * (size - 1) if groups is not None and size is not None else None
             if n != 0 and isinstance(doc.get(workers), dict):
-                out.append(_Workload(_unique(f"{res}/worker", used), res, workers, lwt, None, n, groups_at,
+                out.append(_Workload(unique_target(f"{res}/worker", used), res, workers, lwt, None, n, groups_at,
                                      attrs={"group_size": size}))
         elif isinstance(doc.get(workers), dict):
             n = groups * size if groups is not None and size is not None else None
-            out.append(_Workload(_unique(res, used), res, workers, lwt, None, n, groups_at, attrs={"group_size": size}))
+            out.append(_Workload(unique_target(res, used), res, workers, lwt, None, n, groups_at, attrs={"group_size": size}))
     elif kind in ("ClusterTrainingRuntime", "TrainingRuntime") and _api(doc, base).startswith("trainer.kubeflow.org/"):
         out += _runtime_jobs(doc, spec, res, used)
     elif kind == "HyperPodPyTorchJob" and _api(doc, base).startswith("sagemaker.amazonaws.com/"):
@@ -408,7 +409,7 @@ def _workloads(doc: Doc, base: tuple, kind: Any, name: str, used: set) -> list[_
             rpath = spec + ("replicaSpecs", i)
             rname = rs.get("name") if isinstance(rs.get("name"), str) else str(i)
             raw = rs.get("replicas", 1)
-            out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec"), rpath, _TRAINING,
+            out.append(_Workload(unique_target(f"{res}/{rname}", used), res, rpath + ("template", "spec"), rpath, _TRAINING,
                                  as_int(raw), rpath + ("replicas",) if "replicas" in rs else None,
                                  attrs={"replica": rname, "nproc_per_node": per_node}))
     elif isinstance(kind, str) and "kubeflow.org" in _api(doc, base) and not _api(doc, base).startswith("trainer."):
@@ -429,7 +430,7 @@ def _ray_groups(doc: Doc, spec: tuple, kind: str, res: str, used: set) -> list[_
     head = cluster + ("headGroupSpec",)
     head_wl = None
     if isinstance(doc.get(head), dict):
-        head_wl = _Workload(_unique(f"{res}/head", used), res, head + ("template", "spec"), head, role, 1, None)
+        head_wl = _Workload(unique_target(f"{res}/head", used), res, head + ("template", "spec"), head, role, 1, None)
         out.append(head_wl)
     accelerated = []
     for i, grp in enumerate(as_list(doc.get(cluster + ("workerGroupSpecs",)))):
@@ -438,7 +439,7 @@ def _ray_groups(doc: Doc, spec: tuple, kind: str, res: str, used: set) -> list[_
         gpath = cluster + ("workerGroupSpecs", i)
         gname = grp.get("groupName") if isinstance(grp.get("groupName"), str) else str(i)
         raw = grp.get("replicas", 1)
-        wl = _Workload(_unique(f"{res}/{gname}", used), res, gpath + ("template", "spec"), gpath, role,
+        wl = _Workload(unique_target(f"{res}/{gname}", used), res, gpath + ("template", "spec"), gpath, role,
                        as_int(raw), gpath + ("replicas",) if "replicas" in grp else None)
         for key, name in (("minReplicas", "min_replicas"), ("maxReplicas", "max_replicas")):
             if as_int(grp.get(key)) is not None:
@@ -461,7 +462,7 @@ def _ray_groups(doc: Doc, spec: tuple, kind: str, res: str, used: set) -> list[_
         if len(accelerated) == 1:
             holder.entry_target = accelerated[0]
         elif accelerated:
-            holder.entry_target = _unique(res, used)
+            holder.entry_target = unique_target(res, used)
             holder.entry_attrs = {"runs_on_any_of": accelerated}
     return out
 
@@ -492,7 +493,7 @@ def _runtime_jobs(doc: Doc, spec: tuple, res: str, used: set) -> list[_Workload]
         trainer = rname == "node"
         nodes = (as_int(num_nodes) if num_nodes is not None else 1) if trainer else as_int(rj.get("replicas", 1))
         at = nodes_at if trainer and num_nodes is not None else (rpath + ("replicas",) if "replicas" in rj else None)
-        out.append(_Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
+        out.append(_Workload(unique_target(f"{res}/{rname}", used), res, rpath + ("template", "spec", "template", "spec"),
                              rpath, _TRAINING, nodes, at, attrs={"replicated_job": rname}))
     return out
 
@@ -515,7 +516,7 @@ def _operator_replicas(doc: Doc, spec: tuple, kind: str, res: str, used: set) ->
             rpath = spec + (skey, rname)
             own = reps.get(rname)
             nodes = total if kind == "PyTorchJob" and rname in ("Master", "Worker") else own
-            wl = _Workload(_unique(f"{res}/{rname}", used), res, rpath + ("template", "spec"), rpath, _TRAINING,
+            wl = _Workload(unique_target(f"{res}/{rname}", used), res, rpath + ("template", "spec"), rpath, _TRAINING,
                            nodes, rpath + ("replicas",) if "replicas" in rspec else None,
                            attrs={"replica": rname, "replicas": own})
             restart = rspec.get("restartPolicy")

@@ -25,7 +25,7 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.clusters.common import capacity
-from gpulint.read.kubernetes import FactSink, as_dict, as_int, as_list
+from gpulint.read.kubernetes import FactSink, as_dict, as_int, as_list, unique_target
 from gpulint.read.yamlnodes import Doc
 
 _PROVIDERS = {"aws": "aws", "gcp": "gcp", "azure": "azure"}
@@ -81,7 +81,7 @@ def _read_doc(doc: Doc, path: str, used: set) -> list[Fact]:
         attrs: dict = {"head": True} if is_head else {}
         if region:
             attrs["region"] = region
-        target = _unique(name, used)
+        target = unique_target(name, used)
         capacity(sink, target, source="ray", provider=provider, resource=f"RayNodeType/{name}", at=tpath,
                  capacity_of="ray", cluster=cluster, attrs=attrs,
                  instance_types=_instance_types(config, cpath, kind),
@@ -99,14 +99,6 @@ def _region(provider: dict) -> str | None:
         if isinstance(v, str) and v and "$" not in v and "{" not in v:
             return v
     return None
-
-
-def _unique(target: str, used: set) -> str:
-    out, n = target, 2
-    while out in used:
-        out, n = f"{target}#{n}", n + 1
-    used.add(out)
-    return out
 
 
 def _counts(doc: Doc, at: tuple, is_head: bool, cap: int | None):
