@@ -805,21 +805,22 @@ def _launch_training(fact: Fact) -> str | None:
     return None
 
 
-def _not_in_repository(fact: Fact, repo: Repo) -> str | None:
+def _not_in_repository(fact: Fact, code_names: set[str]) -> str | None:
     """Where the launch's code lives when it is not a file of the repository ("fetched at run time", "in the image"),
-    or None when it may be one (a literal name some file of the repository has, a script held in a variable)."""
+    or None when it may be one (a literal name some file of the repository has, a script held in a variable).
+    ``code_names``: the file names of the repository's code."""
     v = fact.value if isinstance(fact.value, dict) else {}
     if (fact.attrs or {}).get("fetched"):
         return "fetched at run time"
     script, module = v.get("script"), v.get("module")
     if module:
         tail = module.rsplit(".", 1)[-1] + ".py"
-        return None if any(posixpath.basename(p) == tail for p in repo.files_of_kind(*CODE_KINDS)) else \
+        return None if tail in code_names else \
             f"module {module} is not a file of the repository (in the image)"
     if not isinstance(script, str) or not script.endswith(".py") or "$" in script or "{" in script:
         return None
     tail = posixpath.basename(script)
-    if any(posixpath.basename(p) == tail for p in repo.files_of_kind(*CODE_KINDS)):
+    if tail in code_names:
         return None
     return f"{script} is not a file of the repository (in the image)"
 
@@ -829,6 +830,7 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
     """A training launcher on GPU compute whose script is not in the repository is a workload whose code is unknown:
     the checks that need only its launcher, compute and environment (RDMA, idle GPUs, cost) still apply to it."""
     claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
+    code_names = {posixpath.basename(p) for p in repo.files_of_kind(*CODE_KINDS)}
     for u in uses:
         if not u.holder or u.holder in claimed or scope.outside(u.path):
             continue
@@ -836,7 +838,7 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
         if not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)
                 or (c.placed_on is not None and c.placed_on.has_gpu_hint())):
             continue
-        where = _not_in_repository(u.fact, repo)
+        where = _not_in_repository(u.fact, code_names)
         trains = _launch_training(u.fact) if where else None
         if not trains:
             continue
