@@ -19,7 +19,8 @@ Only what the scheduler itself would decide is decided here:
   instance type.
 - Kubernetes: a GPU pod lands on nodes that carry every label it selects, whose
   taints it tolerates and that have GPUs; one such node group (or several with
-  the same machine) places it.
+  the same machine) places it. Slurm capacity made of pods (a Slinky NodeSet)
+  is placed the same way, so a Slurm job reaches its machine in two steps.
 
 Candidates in several places of the repository (copies of one template in
 two folders) are narrowed to those nearest the job's file first. When the
@@ -220,6 +221,12 @@ def place(computes: dict[str, Compute], partition_maps: list = ()) -> None:
     if not by_kind:
         return
     assigned = _partition_maps(by_kind.get("slurm", []), list(partition_maps))
+    if by_kind.get("kubernetes"):
+        # Slurm capacity that is itself pods (Slinky NodeSets: slurmd pods) runs on the node group its pods select:
+        # placed first, so a job on the NodeSet reaches the machine in two steps
+        for c in sorted(by_kind.get("slurm", []), key=lambda c: c.id):
+            if _target(c)[1].get("node_selector"):
+                _pod(c, by_kind["kubernetes"])
     for c in _jobs(computes.values()):
         source = _target(c)[0].get("source")
         if source == "slurm" and by_kind.get("slurm"):

@@ -58,13 +58,15 @@ class Resolver:
         # the capacity a job is placed on (gpulint.link.placement) supplies what the job leaves unsaid: its machine
         # and market; the job's own statements come first. RDMA: a Slurm node's EFA is every job's on it, while a
         # pod uses only the EFA devices it requests, whatever its node has
-        machine_parts = parts + ([placed] + list(placed.joined) if placed is not None else [])
-        efa_parts = machine_parts if placed is not None and placement_capacity(placed) != "kubernetes" else parts
+        machine_parts = parts + _placement_chain(placed)
+        # (only the first hop: a Slinky NodeSet's slurmd pods use the EFA devices they request, not their node's)
+        efa_parts = parts + _placement_chain(placed, hops=1) \
+            if placed is not None and placement_capacity(placed) != "kubernetes" else parts
         target = compute.first("compute.target")
         tv = (target.value if target is not None else None) or {}
         provider, source, resource = tv.get("provider"), tv.get("source"), tv.get("resource")
-        if provider is None and placed is not None:
-            provider = (placed.value("compute.target") or {}).get("provider")
+        for hop in _placement_chain(placed):
+            provider = provider or (hop.value("compute.target") or {}).get("provider")
         names: list[tuple[str, Fact]] = []
         unresolved: list[str] = []
         for part in machine_parts:
@@ -473,6 +475,18 @@ class Resolver:
 #: flags that name the model of a model server (vLLM, TGI, SGLang, LMDeploy, TensorRT-LLM serve ...)
 _MODEL_FLAGS = ("--model", "--model-id", "--model_id", "--model-path", "--model_path", "--model-name", "--served-model-name")
 _SERVE_VERBS = ("serve",)
+
+
+def _placement_chain(placed: Compute | None, hops: int = 3) -> list[Compute]:
+    """The capacity a job is placed on, with its joined parts, then what that capacity is placed on in turn (a
+    Slurm job on a Slinky NodeSet, the NodeSet's pods on a node group): nearest first."""
+    out: list[Compute] = []
+    seen: set[str] = set()
+    while placed is not None and placed.id not in seen and hops > 0:
+        seen.add(placed.id)
+        out += [placed] + list(placed.joined)
+        placed, hops = placed.placed_on, hops - 1
+    return out
 
 
 def _to_price(wl: Workload, rc: ResolvedCompute | None) -> str:

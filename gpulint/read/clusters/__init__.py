@@ -4,7 +4,8 @@ Platform teams describe their GPU capacity in cluster files, not in the job:
 an AWS ParallelCluster config's Slurm queues, an eksctl ClusterConfig's node
 groups, a SageMaker HyperPod cluster's instance groups, an AWS Batch compute
 environment, a GCP Cluster Toolkit blueprint's partitions, ``slurm.conf``
-node and partition lines, a Ray cluster launcher's node types. Each format is
+node and partition lines, a Ray cluster launcher's node types, Slinky's
+NodeSets (Slurm nodes as pods). Each format is
 one module of this package exposing
 
     looks_like(doc, path) -> bool      # a cheap test on one parsed document
@@ -34,6 +35,7 @@ FORMATS: list[tuple[str, str]] = [
     ("hyperpod", "gpulint.read.clusters.hyperpod"),
     ("cloudformation", "gpulint.read.clusters.cloudformation"),
     ("ray", "gpulint.read.clusters.ray"),
+    ("slinky", "gpulint.read.clusters.slinky"),
 ]
 
 #: cheap text gates: a file with none of these strings holds no cluster definition of a listed format
@@ -45,20 +47,26 @@ NEEDS: tuple[str, ...] = (
     "AWS::SageMaker::Cluster", "AWS::Batch::", "AWS::EKS::Nodegroup", "AWS::EC2::Instance", "AWS::EC2::LaunchTemplate",
     "AWS::AutoScaling::AutoScalingGroup", "Custom::PclusterCluster", "AWS::ParallelCluster::Cluster",
     "available_node_types", "head_node", "worker_nodes",  # Ray cluster launcher config
+    "slinky.slurm.net", "nodesets",  # Slinky NodeSet resources, the values of its slurm Helm chart
 )
 
 
 def read_clusters(source: Source) -> list[Fact]:
     """The capacity facts of every document of one YAML/JSON file that some listed format claims."""
-    docs = [d for d in source.tree or [] if not d.template]
+    return read_cluster_docs([d for d in source.tree or [] if not d.template], source.path)
+
+
+def read_cluster_docs(docs: list, path: str) -> list[Fact]:
+    """The capacity facts of the documents some listed format claims (documents of a file, or written in another
+    file's value: a Terraform ``helm_release``'s values)."""
     out: list[Fact] = []
     for _name, module in FORMATS:
         if not docs:
             break
         mod = importlib.import_module(module)
-        mine = [d for d in docs if mod.looks_like(d, source.path)]
+        mine = [d for d in docs if mod.looks_like(d, path)]
         if mine:
-            out += mod.read(mine, source.path)
+            out += mod.read(mine, path)
             taken = {id(d) for d in mine}
             docs = [d for d in docs if id(d) not in taken]
     return out
