@@ -304,3 +304,53 @@ def test_every_fact_has_its_registered_shape():
     for text in (KARPENTER, RAYJOB_TF, MANIFEST_OBJ):
         for f in read(text, "infra/x.tf"):
             jsonschema.validate(f.value, vocabulary.KINDS[f.kind].schema)
+
+
+HELM_SLINKY = '''\
+resource "helm_release" "slurm" {
+  name       = "slurm"
+  repository = "oci://ghcr.io/slinkyproject/charts"
+  chart      = "slurm"
+  values = [
+    file("${path.module}/base-values.yaml"),
+    <<-YAML
+    nodesets:
+      gpu:
+        replicas: 2
+        slurmd:
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+        partition:
+          enabled: true
+    YAML
+    ,
+    yamlencode({
+      nodesets = {
+        a10 = {
+          replicas = 3
+          slurmd   = { resources = { limits = { "nvidia.com/gpu" = 4 } } }
+          podSpec  = { nodeSelector = { "node.kubernetes.io/instance-type" = "g5.12xlarge" } }
+        }
+      }
+    }),
+  ]
+}
+
+resource "helm_release" "ingress" {
+  name   = "ingress"
+  chart  = "ingress-nginx"
+  values = [yamlencode({ controller = { replicaCount = 2 } })]
+}
+'''
+
+
+def test_helm_release_values_are_read_as_cluster_definitions_at_their_tf_lines():
+    facts = read(HELM_SLINKY, "infra/slurm.tf")
+    targets = {f.target: f for f in of(facts, "compute.target")}
+    assert sorted(targets) == ["a10", "gpu"]  # the ingress chart's values define no capacity
+    assert targets["gpu"].value["source"] == "slinky" and targets["gpu"].value["partition"] == "gpu"
+    assert one(facts, "compute.gpus_per_node", "gpu").loc.line == line(HELM_SLINKY, "nvidia.com/gpu: 8")
+    assert one(facts, "compute.node_count", "gpu").value == 2
+    assert one(facts, "compute.instance_type", "a10").value == "g5.12xlarge"
+    assert one(facts, "compute.gpus_per_node", "a10").value == 4

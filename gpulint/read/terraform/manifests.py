@@ -1,10 +1,12 @@
-"""Kubernetes manifests written inside Terraform: ``kubectl_manifest`` and ``kubernetes_manifest``.
+"""Kubernetes manifests written inside Terraform: ``kubectl_manifest``, ``kubernetes_manifest``, and the values of
+a ``helm_release``.
 
 Platform teams apply their Karpenter NodePools, GPU Jobs and RayClusters from Terraform, with the YAML in the
 ``.tf`` file: ``yaml_body = <<-YAML ... YAML`` (or ``yamlencode({...})``) of the kubectl provider, ``manifest =
 {...}`` (or ``yamldecode(<<-EOT ... EOT)``) of the kubernetes provider, directly or through a ``locals`` value.
 Those documents are read by the Kubernetes reader (``gpulint.read.kubernetes``) as if they were a YAML file, at
-their lines in the ``.tf`` file. A manifest named by ``file()``/``templatefile()`` is a file of its own, read
+their lines in the ``.tf`` file. A ``helm_release``'s ``values`` (a list of heredocs or ``yamlencode({...})``) are a
+chart's values, read as cluster definitions (``gpulint.read.clusters``: a Slinky chart's NodeSets). A manifest named by ``file()``/``templatefile()`` is a file of its own, read
 where it is.
 
 Terraform fills the documents in before applying them; gpulint does not. A value that is a Terraform
@@ -38,8 +40,8 @@ from gpulint.read.yamlnodes import Doc, Tagged, YamlError, load_documents
 
 __all__ = ["MANIFEST_ATTRS", "Manifest", "manifests_of", "read_manifests"]
 
-#: resource type -> the attribute holding its manifest
-MANIFEST_ATTRS = {"kubectl_manifest": "yaml_body", "kubernetes_manifest": "manifest"}
+#: resource type -> the attribute holding its manifest (a helm_release's: its chart's values, a list of documents)
+MANIFEST_ATTRS = {"kubectl_manifest": "yaml_body", "kubernetes_manifest": "manifest", "helm_release": "values"}
 #: functions whose argument is the manifest itself
 _ENCODE = {"yamlencode", "jsonencode", "yamldecode", "jsondecode", "trimspace", "chomp"}
 _DIRECTIVE = re.compile(r"(?<!%)%\{")
@@ -51,6 +53,7 @@ class Manifest:
     docs: list[Doc]
     address: str  # the Terraform resource that applies them
     first: int    # the resource's line
+    values: bool = False  # a Helm chart's values (read as cluster definitions), not Kubernetes objects
 
     def holds(self, line: int) -> bool:
         """Is ``line`` within one of its documents (written in the resource, or in a local it names)?"""
@@ -63,19 +66,28 @@ def manifests_of(ctx, rtype: str, label: str, view: View, line: int) -> Manifest
     attr = view.attrs.get(MANIFEST_ATTRS.get(rtype, ""))
     if attr is None:
         return None
-    docs = _docs(ctx, attr.node, attr.line, attr.column, 0)
+    if rtype == "helm_release":
+        # values = [<<-YAML ... YAML, yamlencode({...})]: each element is one document of values
+        node = unwrap(attr.node)
+        elements = list(node.elements) if isinstance(node, TupleRule) else []
+        docs = [d for e in elements for d in _docs(ctx, e, *position(e, attr.line, attr.column), 0)]
+    else:
+        docs = _docs(ctx, attr.node, attr.line, attr.column, 0)
     if not docs:
         return None
-    return Manifest(docs, f"{rtype}.{label}", line)
+    return Manifest(docs, f"{rtype}.{label}", line, values=rtype == "helm_release")
 
 
 def read_manifests(ctx, manifests: list[Manifest]) -> None:
     """The Kubernetes reader's facts of every manifest of the file, in one pass (an HPA scales a Deployment
     another resource applies), appended to ``ctx.facts``."""
-    docs = [d for m in manifests for d in m.docs]
-    if not docs:
-        return
-    facts = read_kubernetes(docs, ctx.path)
+    docs = [d for m in manifests if not m.values for d in m.docs]
+    values = [d for m in manifests if m.values for d in m.docs]
+    facts = read_kubernetes(docs, ctx.path) if docs else []
+    if values:
+        from gpulint.read.clusters import read_cluster_docs  # a chart's values: Slinky NodeSets, Ray clusters ...
+
+        facts += read_cluster_docs(values, ctx.path)
     for f in facts:
         if f.kind == "compute.target":
             owner = next((m for m in manifests if m.holds(f.loc.line)), None)
