@@ -292,6 +292,7 @@ class NcclEnvAntipattern(Rule):
     severity = Severity.WARNING
     family = "NET"
     since = "0.1.0"
+    reads_code = False  # a variable the job's environment sets and the machine: whatever code runs, NCCL reads them
 
     VALID = [
         Example({"train.py": _DDP_TRAIN, "run.sh": """\
@@ -403,6 +404,7 @@ class FabricEnvUnset(Rule):
     severity = Severity.WARNING
     family = "NET"
     since = "0.1.0"
+    reads_code = False  # the plugin's variables in the job's environment, the machine and the node count decide it
 
     VALID = [
         Example({"train.py": _DDP_TRAIN, "sky.yaml": """\

@@ -174,6 +174,16 @@ def test_a_training_launcher_whose_script_is_in_the_image_is_a_workload_with_unk
     assert codes({"k8s/job.yaml": IMAGE_JOB}, fields=("code", "path", "line")) == [("NET001", "k8s/job.yaml", 19)]
 
 
+def test_the_job_environment_checks_run_on_unknown_code():
+    # NCCL reads the job's environment whatever code runs: P2P off on NVSwitch is NET002 on an image job too
+    env = IMAGE_JOB.replace("              resources:\n",
+                            "              env:\n                - name: NCCL_P2P_DISABLE\n                  value: \"1\"\n"
+                            "              resources:\n")
+    assert "NCCL_P2P_DISABLE" in env
+    assert ("NET002", "k8s/job.yaml") in codes({"k8s/job.yaml": env}, fields=("code", "path"))
+    assert "NET002" not in codes({"k8s/job.yaml": IMAGE_JOB})
+
+
 def test_rules_that_read_training_code_stay_silent_on_unknown_code():
     # no precision, no checkpoint, no loader evidence: with the code unseen, none of them is evidence of absence
     spot = IMAGE_JOB.replace("            node.kubernetes.io/instance-type: p5.48xlarge\n",
