@@ -211,3 +211,35 @@ def test_the_node_group_under_a_nodeset_is_the_jobs_capacity_for_the_cost_rules_
     idle = text.split("compute targets no workload runs on:")[-1]
     assert "cluster/eksctl.yaml#gpu" not in idle and "cluster/slurm-values.yaml#h100" not in idle
     assert "cluster/slurm-values.yaml#cpu" in idle
+
+
+PARTITIONS = """\
+partitions:
+  all:
+    enabled: true
+    nodesets: [ALL]
+    configMap:
+      Default: "YES"
+      MaxTime: UNLIMITED
+  debug:
+    enabled: false
+    nodesets: [cpu]
+"""
+
+
+def test_chart_partitions_over_all_nodesets_name_them_and_the_default():
+    facts = _facts(VALUES + PARTITIONS)
+    t = one(facts, "compute.target", "h100")
+    assert t.attrs["partitions"] == ["all"] and t.attrs["default"] is True
+    assert "partitions" in one(facts, "compute.target", "cpu").attrs  # "all" spans it too; "debug" is disabled
+    assert one(facts, "compute.target", "cpu").attrs["partitions"] == ["all"]
+    # a GPU job on -p all runs on the NodeSet with GPUs, and through it on the node group
+    comp = _compute(scan_files({"train.py": TRAIN, "jobs/train.sbatch": SBATCH.format(partition="all"),
+                                "cluster/slurm-values.yaml": VALUES + PARTITIONS,
+                                "cluster/eksctl.yaml": EKSCTL.format(instance="p5.48xlarge")}))
+    assert comp["placed_on"] == "cluster/slurm-values.yaml#h100" and comp["instance"] == "p5.48xlarge"
+    # without the chart's partitions, "all" is no partition of this cluster
+    comp = _compute(scan_files({"train.py": TRAIN, "jobs/train.sbatch": SBATCH.format(partition="all"),
+                                "cluster/slurm-values.yaml": VALUES,
+                                "cluster/eksctl.yaml": EKSCTL.format(instance="p5.48xlarge")}))
+    assert comp.get("placed_on") is None

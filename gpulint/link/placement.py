@@ -106,7 +106,10 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
 
     if isinstance(asked, str) and asked.strip():
         wanted = {p.strip() for p in asked.split(",") if p.strip()}
-        cands = [q for q in queues if partition(q) in wanted]
+        # a queue is also in partitions that span several (a Slinky chart's "all" over ALL NodeSets)
+        cands = [q for q in queues if partition(q) in wanted or wanted & set(_target(q)[1].get("partitions") or ())]
+        if len(cands) > 1 and job.has_gpu_hint():
+            cands = [q for q in cands if q.has_gpu_hint()] or cands  # Slurm gives a GPU request only nodes with GPUs
         via = sorted({assigned[q.id][1] for q in cands if q.id in assigned})
         why = f"--partition {asked} is the queue" + (f" ({', '.join(via)} assigns it)" if via else "")
         if not cands:

@@ -13,7 +13,9 @@ It is written two ways:
   ``partition.enabled``) or the list ``compute.nodesets`` (chart 0.1-0.3: ``name``, ``replicas``, ``resources``,
   ``nodeSelector``, ``tolerations``, ``partition``).
 
-The partition is the NodeSet's own (its name, when ``partition.enabled`` is not false). Its GPUs per node are
+The partition is the NodeSet's own (its name, when ``partition.enabled`` is not false); the chart's ``partitions``
+(``all`` over ``ALL`` NodeSets, ``Default: "YES"``) add names a job may give (``attrs.partitions``) and the
+default. Its GPUs per node are
 the slurmd container's ``nvidia.com/gpu`` request; its EFA interfaces, the ``vpc.amazonaws.com/efa`` it requests
 (a pod uses only the EFA devices it requests, whatever its node has). A nodeSelector on an instance-type label
 names the machine. Replicas may be scaled by the operator from the Slurm queue, so they are the most nodes, not a
@@ -101,17 +103,38 @@ def _resource_nodeset(doc: Doc) -> list[_NodeSet]:
                      f"NodeSet/{name}")]
 
 
+def _chart_partitions(doc: Doc) -> list[tuple[str, list[str], bool]]:
+    """``(name, NodeSet names or ["ALL"], default)`` per enabled partition of the chart's values (``partitions.<name>``
+    in chart 0.4+, the ``compute.partitions`` list before)."""
+    found = as_dict(doc.get(("partitions",)))
+    items = [(k, v) for k, v in found.items() if isinstance(k, str) and isinstance(v, dict)]
+    items += [(v.get("name"), v) for v in as_list(as_dict(doc.get(("compute",))).get("partitions"))
+              if isinstance(v, dict) and isinstance(v.get("name"), str)]
+    out = []
+    for name, spec in items:
+        if spec.get("enabled", True) is False:
+            continue
+        conf = {**as_dict(spec.get("config")), **as_dict(spec.get("configMap"))}
+        default = str(conf.get("Default", "")).upper() == "YES"
+        out.append((name, [str(n) for n in as_list(spec.get("nodesets")) if isinstance(n, str)], default))
+    return out
+
+
 def _read_doc(doc: Doc, path: str, used: set) -> list[Fact]:
     sink = FactSink(doc, path)
-    sets = _resource_nodeset(doc) if doc.data.get("kind") == "NodeSet" else _chart_nodesets(doc)
+    resource = doc.data.get("kind") == "NodeSet"
+    sets = _resource_nodeset(doc) if resource else _chart_nodesets(doc)
+    shared = [] if resource else _chart_partitions(doc)
     for ns in sets:
         part = doc.get(ns.partition)
         partition = None if isinstance(part, dict) and part.get("enabled") is False else ns.name
+        # partitions over several NodeSets ("all" over ALL): a job naming one runs on any of their NodeSets
+        also = [(name, default) for name, members, default in shared if "ALL" in members or ns.name in members]
         selector = {str(k): v for k, v in as_dict(doc.get(ns.selector) if ns.selector else None).items()
                     if isinstance(v, (str, int, bool))}
         tolerations = [{k: t.get(k) for k in ("key", "operator", "value", "effect") if t.get(k) is not None}
                        for t in as_list(doc.get(ns.tolerations) if ns.tolerations else None) if isinstance(t, dict)]
-        attrs: dict = {}
+        attrs: dict = {"partitions": sorted({n for n, _ in also})} if also else {}
         if selector:
             attrs["node_selector"] = {k: str(v) for k, v in selector.items()}
         if tolerations:
@@ -122,7 +145,8 @@ def _read_doc(doc: Doc, path: str, used: set) -> list[Fact]:
                  resource=ns.resource, at=ns.at, capacity_of="slurm", partition=partition,
                  instance_types=[(selector[k], ns.selector + (k,)) for k in _INSTANCE_LABELS if k in selector][:1],
                  max_nodes=(replicas, ns.replicas) if (as_int(replicas) or 0) > 0 else None,
-                 gpus_per_node=_requests(doc, ns, _GPU), efa=_efa(doc, ns), attrs=attrs)
+                 gpus_per_node=_requests(doc, ns, _GPU), efa=_efa(doc, ns), attrs=attrs,
+                 default=any(d for _, d in also))
     return sink.facts
 
 
