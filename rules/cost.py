@@ -34,15 +34,8 @@ def _price_words(rc: ResolvedCompute) -> str:
 
 def _users(ctx, compute_id: str):
     """The workloads that run on a compute target: their own, or the capacity their jobs are placed on (in turn)."""
-    def runs_on(c) -> bool:
-        seen: set[str] = set()
-        while c is not None and c.id not in seen:
-            if c.id == compute_id:
-                return True
-            seen.add(c.id)
-            c = ctx.computes.get(c.placed_on) if c.placed_on else None
-        return False
-    return [wl for wl in ctx.workloads if wl.resolution is not None and any(runs_on(c) for c in wl.resolution.job_computes)]
+    return [wl for wl in ctx.workloads if wl.resolution is not None and any(
+        compute_id == c.id or compute_id in c.placed_via for c in wl.resolution.job_computes)]
 
 
 def _is_gpu(rc: ResolvedCompute) -> bool:

@@ -6,6 +6,7 @@ from gpulint.read.clusters import slinky
 from gpulint.read.yamlnodes import load_documents
 from gpulint.report.workloads_text import render_workloads
 from gpulint.testing import scan_files
+from samples import DDP_BF16_LOOP
 from helpers import facts_of_kind, findings, line_of as line, only_fact as one
 
 VALUES = """\
@@ -128,21 +129,7 @@ def test_other_charts_nodesets_and_other_kinds_are_not_slinky():
     assert not slinky.looks_like(nodeset[0], "x.yaml")
 
 
-TRAIN = """\
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-dist.init_process_group("nccl")
-model = DDP(torch.nn.Linear(4096, 4096).cuda())
-opt = torch.optim.AdamW(model.parameters())
-for step in range(100_000):
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = model(torch.randn(64, 4096).cuda()).pow(2).mean()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-"""
+TRAIN = DDP_BF16_LOOP
 
 EKSCTL = """\
 apiVersion: eksctl.io/v1alpha5
@@ -184,6 +171,7 @@ def test_a_slurm_job_on_a_nodeset_runs_on_the_node_group_its_pods_select():
                                 "cluster/eksctl.yaml": EKSCTL.format(instance="p5.48xlarge")}))
     assert comp["instance"] == "p5.48xlarge"
     assert comp["placed_on"] == "cluster/slurm-values.yaml#h100"
+    assert comp["placed_via"] == ["cluster/slurm-values.yaml#h100", "cluster/eksctl.yaml#gpu"]
     assert "--partition h100" in comp["placement"]
 
 

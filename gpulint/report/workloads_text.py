@@ -38,8 +38,8 @@ def render_workloads(result: ScanResult) -> str:
                 lines.append(f"    assumed: {comp['assumed']}")
             if comp.get("placed_on"):
                 lines.append(f"    placed on: {comp['placement']}")
-                for hop in _hops(comp, by_id)[1:-1]:  # capacity that is itself placed (a Slinky NodeSet's pods)
-                    lines.append(f"    {hop['id']} placed on: {hop['placement']}")
+                for hop in comp.get("placed_via", [])[:-1]:  # capacity that is itself placed (a Slinky NodeSet's pods)
+                    lines.append(f"    {hop} placed on: {(by_id.get(hop) or {}).get('placement')}")
             for key in ("provider", "nodes", "gpus_per_node", "gpu_model", "capacity", "efa_requested"):
                 if comp.get(key) is not None:
                     lines.append(f"    {key}: {comp[key]}")
@@ -71,8 +71,8 @@ def render_workloads(result: ScanResult) -> str:
             lines.append(f"  unknown: {u}")
         lines.append("")
     # a workload runs on its compute, its jobs' computes, and the capacity they are placed on
-    claimed = {c.get("id") for w in result.workloads for comp in [w.get("compute") or {}, *(w.get("job_computes") or [])]
-               for c in _hops(comp, by_id)}
+    claimed = {cid for w in result.workloads for comp in [w.get("compute") or {}, *(w.get("job_computes") or [])]
+               for cid in [comp.get("id"), *comp.get("placed_via", [])]}
     others = [c for c in result.computes if c.get("id") not in claimed]
     if others:
         lines.append("compute targets no workload runs on:")
@@ -82,15 +82,6 @@ def render_workloads(result: ScanResult) -> str:
                          + (f"; {c['why_unknown']}" if c.get("why_unknown") and c.get("device") != "cpu" else ""))
         lines.append("")
     return "\n".join(lines) + ("\n" if lines and lines[-1] else "")
-
-
-def _hops(comp: dict, by_id: dict) -> list[dict]:
-    """The compute, then the capacity it is placed on, then what that is placed on in turn (each once)."""
-    out: list[dict] = []
-    while comp and comp.get("id") not in {c.get("id") for c in out}:
-        out.append(comp)
-        comp = by_id.get(comp.get("placed_on")) if comp.get("placed_on") else None
-    return out
 
 
 def _short(v, limit: int = 140) -> str:

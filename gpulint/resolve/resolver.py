@@ -58,14 +58,15 @@ class Resolver:
         # the capacity a job is placed on (gpulint.link.placement) supplies what the job leaves unsaid: its machine
         # and market; the job's own statements come first. RDMA: a Slurm node's EFA is every job's on it, while a
         # pod uses only the EFA devices it requests, whatever its node has
-        machine_parts = parts + _placement_chain(placed)
+        chain = _placement_chain(placed)
+        machine_parts = parts + [p for hop in chain for p in (hop, *hop.joined)]
         # (only the first hop: a Slinky NodeSet's slurmd pods use the EFA devices they request, not their node's)
-        efa_parts = parts + _placement_chain(placed, hops=1) \
+        efa_parts = parts + [placed, *placed.joined] \
             if placed is not None and placement_capacity(placed) != "kubernetes" else parts
         target = compute.first("compute.target")
         tv = (target.value if target is not None else None) or {}
         provider, source, resource = tv.get("provider"), tv.get("source"), tv.get("resource")
-        for hop in _placement_chain(placed):
+        for hop in chain:
             provider = provider or (hop.value("compute.target") or {}).get("provider")
         names: list[tuple[str, Fact]] = []
         unresolved: list[str] = []
@@ -161,7 +162,8 @@ class Resolver:
             min_nodes=self._int(compute, "compute.min_nodes"), capacity=capacity,
             capacity_loc=capacity_fact.loc if capacity_fact is not None else None, on_demand_fallback=fallback,
             efa_requested=efa, efa_loc=efa_fact.loc if efa_fact is not None else None, gpu_hour=gpu_hour, why_unknown=why,
-            placed_on=placed.id if placed is not None else None, placement=compute.placement,
+            placed_on=placed.id if placed is not None else None, placed_via=tuple(hop.id for hop in chain),
+            placement=compute.placement,
             placement_unknown=compute.placement_unknown,
             **self._run_hours(parts),
             unknown_instances=tuple(unknown) if inst is None else (),
@@ -477,15 +479,13 @@ _MODEL_FLAGS = ("--model", "--model-id", "--model_id", "--model-path", "--model_
 _SERVE_VERBS = ("serve",)
 
 
-def _placement_chain(placed: Compute | None, hops: int = 3) -> list[Compute]:
-    """The capacity a job is placed on, with its joined parts, then what that capacity is placed on in turn (a
-    Slurm job on a Slinky NodeSet, the NodeSet's pods on a node group): nearest first."""
+def _placement_chain(placed: Compute | None) -> list[Compute]:
+    """The capacity a job is placed on, then what that capacity is placed on in turn (a Slurm job on a Slinky
+    NodeSet, the NodeSet's pods on a node group): nearest first, each once."""
     out: list[Compute] = []
-    seen: set[str] = set()
-    while placed is not None and placed.id not in seen and hops > 0:
-        seen.add(placed.id)
-        out += [placed] + list(placed.joined)
-        placed, hops = placed.placed_on, hops - 1
+    while placed is not None and all(placed.id != hop.id for hop in out):
+        out.append(placed)
+        placed = placed.placed_on
     return out
 
 

@@ -129,6 +129,8 @@ class ResolvedCompute:
     runs_per_month: float | None = None  # how often a scheduled job runs (a CronJob's schedule)
     runs_loc: Location | None = None
     placed_on: str | None = None  # the cluster capacity (a Slurm queue, a node group) the job was placed on
+    #: placed_on, then the capacity that is placed on in turn (a Slinky NodeSet's node group): every target the job uses
+    placed_via: tuple[str, ...] = ()
     placement: str | None = None  # why (gpulint.link.placement)
     placement_unknown: str | None = None  # why it was not placed although the repository defines capacity
     why_unknown: str | None = None  # why there is no instance (and so no price, unless priced per GPU-hour)
@@ -225,6 +227,7 @@ class ResolvedCompute:
         }
         if self.placed_on is not None:
             out["placed_on"] = self.placed_on
+            out["placed_via"] = list(self.placed_via)
             out["placement"] = self.placement
         elif self.placement_unknown:
             out["placement_unknown"] = self.placement_unknown
