@@ -296,3 +296,20 @@ est = PyTorch(entry_point="compile.py", source_dir="src", instance_type="{kind}"
               role=role, framework_version="2.1", py_version="py310")
 est.fit()
 """
+
+#: a multi-node DDP job done right (NCCL, bf16 autocast, a long loop): the job a placement test places on capacity
+DDP_BF16_LOOP = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+model = DDP(torch.nn.Linear(4096, 4096).cuda())
+opt = torch.optim.AdamW(model.parameters())
+for step in range(100_000):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(torch.randn(64, 4096).cuda()).pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""

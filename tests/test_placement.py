@@ -7,23 +7,10 @@ Kubernetes here (Karpenter NodePools: labels, taints, a pod's nodeSelector and t
 from __future__ import annotations
 
 from helpers import codes
+from samples import DDP_BF16_LOOP
 from gpulint.testing import scan_files
 
-TRAIN = """\
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-dist.init_process_group("nccl")
-model = DDP(torch.nn.Linear(4096, 4096).cuda())
-opt = torch.optim.AdamW(model.parameters())
-for step in range(100_000):
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = model(torch.randn(64, 4096).cuda()).pow(2).mean()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-"""
+TRAIN = DDP_BF16_LOOP
 
 NODEPOOL = """\
 apiVersion: karpenter.sh/v1

@@ -26,11 +26,12 @@ count the format's default decides), so a reader can say where a value came from
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+from gpulint.core.model import Fact
 from gpulint.read.kubernetes import FactSink, as_int
 
-__all__ = ["capacity", "Where"]
+__all__ = ["capacity", "read_each", "Where"]
 
 #: a key path into the document (what FactSink positions facts by)
 Where = tuple
@@ -80,3 +81,16 @@ def capacity(sink: FactSink, target: str, *, source: str, provider: str | None, 
         value, w, eattrs = efa
         if value is not None:
             sink.add("compute.efa", as_int(value), w, target, attrs=dict(eattrs))
+
+
+def read_each(docs: list, path: str, read_doc: Callable[[Any, str, set], list[Fact]]) -> list[Fact]:
+    """``read_doc(doc, path, used)`` for every document, with target names unique across the file's documents
+    (``used``); an odd shape in one document loses that document's facts only."""
+    out: list[Fact] = []
+    used: set[str] = set()
+    for doc in docs:
+        try:
+            out += read_doc(doc, path, used)
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return out

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulint.core.model import Fact
-from gpulint.read.clusters.common import capacity
+from gpulint.read.clusters.common import capacity, read_each
 from gpulint.read.kubernetes import FactSink, as_dict, as_int, as_list, unique_target
 from gpulint.read.yamlnodes import Doc
 
@@ -44,14 +44,7 @@ def looks_like(doc: Doc, path: str) -> bool:
 
 
 def read(docs: list[Doc], path: str) -> list[Fact]:
-    out: list[Fact] = []
-    used: set[str] = set()
-    for doc in docs:
-        try:
-            out += _read_doc(doc, path, used)
-        except (TypeError, ValueError, AttributeError):
-            continue  # an odd shape in one document must not lose the others
-    return out
+    return read_each(docs, path, _read_doc)
 
 
 def _node_types(doc: Doc) -> list[tuple[str, tuple, tuple, str | None]]:

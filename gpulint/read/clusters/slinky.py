@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulint.core.model import Fact
-from gpulint.read.clusters.common import capacity
+from gpulint.read.clusters.common import capacity, read_each
 from gpulint.read.kubernetes import FactSink, as_dict, as_int, as_list, unique_target
 from gpulint.read.yamlnodes import Doc
 
@@ -48,22 +48,16 @@ def looks_like(doc: Doc, path: str) -> bool:
 
 
 def read(docs: list[Doc], path: str) -> list[Fact]:
-    out: list[Fact] = []
-    used: set[str] = set()
-    for doc in docs:
-        try:
-            out += _read_doc(doc, path, used)
-        except (TypeError, ValueError, AttributeError):
-            continue  # an odd shape in one document must not lose the others
-    return out
+    return read_each(docs, path, _read_doc)
 
 
 class _NodeSet:
-    """Where one NodeSet's parts are written: ``slurmd`` the container, ``pod`` the pod spec (None: not stated)."""
+    """Where one NodeSet's parts are written: ``slurmd`` the container, ``pod`` the pod spec whose nodeSelector and
+    tolerations place it, unless they are given apart (None: not stated)."""
 
     def __init__(self, name: str, at: tuple, replicas: tuple, slurmd: tuple | None, pod: tuple | None,
                  partition: tuple, resource: str, selector: tuple | None = None, tolerations: tuple | None = None):
-        self.name, self.at, self.replicas, self.slurmd, self.pod = name, at, replicas, slurmd, pod
+        self.name, self.at, self.replicas, self.slurmd = name, at, replicas, slurmd
         self.partition, self.resource = partition, resource
         self.selector = selector or ((pod + ("nodeSelector",)) if pod else None)
         self.tolerations = tolerations or ((pod + ("tolerations",)) if pod else None)
@@ -141,11 +135,13 @@ def _read_doc(doc: Doc, path: str, used: set) -> list[Fact]:
             attrs["tolerations"] = tolerations
         replicas = doc.get(ns.replicas)
         target = unique_target(ns.name, used)
-        capacity(sink, target, source="slinky", provider="aws" if _requests(doc, ns, (_EFA,)) else None,
+        efa = _requests(doc, ns, (_EFA,))
+        capacity(sink, target, source="slinky", provider="aws" if efa else None,
                  resource=ns.resource, at=ns.at, capacity_of="slurm", partition=partition,
                  instance_types=[(selector[k], ns.selector + (k,)) for k in _INSTANCE_LABELS if k in selector][:1],
                  max_nodes=(replicas, ns.replicas) if (as_int(replicas) or 0) > 0 else None,
-                 gpus_per_node=_requests(doc, ns, _GPU), efa=_efa(doc, ns), attrs=attrs,
+                 gpus_per_node=_requests(doc, ns, _GPU),
+                 efa=(as_int(efa[0]), efa[1], {}) if efa is not None and as_int(efa[0]) is not None else None, attrs=attrs,
                  default=any(d for _, d in also))
     return sink.facts
 
@@ -160,8 +156,3 @@ def _requests(doc: Doc, ns: _NodeSet, names: tuple) -> tuple[Any, tuple] | None:
             if name in as_dict(res.get(section)):
                 return as_dict(res.get(section))[name], ns.slurmd + ("resources", section, name)
     return None
-
-
-def _efa(doc: Doc, ns: _NodeSet) -> tuple[int | None, tuple, dict] | None:
-    req = _requests(doc, ns, (_EFA,))
-    return (as_int(req[0]), req[1], {}) if req is not None and as_int(req[0]) is not None else None
