@@ -150,7 +150,12 @@ class Rule:
 
     @classmethod
     def sections(cls) -> dict[str, str]:
-        return parse_doc(inspect.getdoc(cls) or "")
+        # parsed once per class: every finding without its own guidance reads "How to fix" (thousands on a large file)
+        cached = cls.__dict__.get("_sections_cache")
+        if cached is None or cached[0] is not cls.__doc__:
+            cached = (cls.__doc__, parse_doc(inspect.getdoc(cls) or ""))
+            setattr(cls, "_sections_cache", cached)
+        return dict(cached[1])
 
     @classmethod
     def section(cls, title: str) -> str:

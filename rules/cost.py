@@ -34,8 +34,7 @@ def _price_words(rc: ResolvedCompute) -> str:
 
 def _users(ctx, compute_id: str):
     """The workloads that run on a compute target: their own, or the capacity their jobs are placed on (in turn)."""
-    return [wl for wl in ctx.workloads if wl.resolution is not None and any(
-        compute_id == c.id or compute_id in c.placed_via for c in wl.resolution.job_computes)]
+    return ctx.users_of(compute_id)
 
 
 def _is_gpu(rc: ResolvedCompute) -> bool:

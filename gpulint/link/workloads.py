@@ -176,6 +176,8 @@ class Repo:
     #: repository files each code file imports, computed once per file (import closures overlap heavily)
     imports: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _heads: set[str] | None = field(default=None, init=False, repr=False, compare=False)
+    #: kind -> path -> that file's facts of the kind, built on first use (see `of_kind`)
+    _by_kind: dict[str, dict[str, list[Fact]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def files_of_kind(self, *kinds: str) -> list[str]:
         return sorted(p for p, k in self.kinds.items() if k in kinds)
@@ -197,10 +199,27 @@ class Repo:
         return path in self._heads
 
     def all(self, kind: str) -> Iterable[Fact]:
-        for path in sorted(self.facts):
-            for f in self.facts[path]:
-                if f.kind == kind:
-                    yield f
+        by_path = self._index().get(kind, {})
+        for path in sorted(by_path):
+            yield from by_path[path]
+
+    def of_kind(self, path: str, kind: str) -> list[Fact]:
+        """One file's facts of one kind. Indexed once per scan: a Terraform file of thousands of resources is
+        asked once per job it holds, and scanning all its facts each time made linking quadratic."""
+        return self._index().get(kind, {}).get(path, [])
+
+    def set_facts(self, path: str, facts: list[Fact]) -> None:
+        self.facts[path] = facts
+        self._by_kind = None
+
+    def _index(self) -> dict[str, dict[str, list[Fact]]]:
+        if self._by_kind is None:
+            index: dict[str, dict[str, list[Fact]]] = {}
+            for path, facts in self.facts.items():
+                for f in facts:
+                    index.setdefault(f.kind, {}).setdefault(path, []).append(f)
+            self._by_kind = index
+        return self._by_kind
 
 
 def _module_to_paths(module: str, base_dir: str) -> list[str]:
@@ -627,7 +646,7 @@ def _resolve_trainer_calls(repo: Repo) -> None:
             if not any(f.kind == "uses_gpu" for f in facts + added):
                 added.append(Fact("uses_gpu", {"via": base, "auto": True}, call.loc, base, "", {}))
         if added:
-            repo.facts[path] = facts + added
+            repo.set_facts(path, facts + added)
 
 
 def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = None) -> Linked:
@@ -948,8 +967,8 @@ def _attach_launcher(wl: Workload, use: _Use, repo: Repo, computes: dict[str, Co
             wl.job_computes.append(c)
     # environment set in the launcher's file (or its container / task), and in the outer launchers'
     for lpath, target in use.env_files + ((use.path, fact.target),):
-        for f in repo.facts.get(lpath, []):
-            if f.kind == "env" and (not f.target or f.target == target) and f not in wl.env:
+        for f in repo.of_kind(lpath, "env"):
+            if (not f.target or f.target == target) and f not in wl.env:
                 wl.env.append(f)
     for key in ("config_file", "deepspeed_config"):
         cfg = fact.value.get(key)

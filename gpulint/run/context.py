@@ -34,6 +34,7 @@ class WorkloadContext:
     computes: dict[str, "ResolvedCompute"] = field(default_factory=dict)
     workloads: list[Workload] = field(default_factory=list)
     ambiguities: list[Ambiguity] = field(default_factory=list)
+    _users: dict[str, list[Workload]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @cached_property
     def catalogue(self) -> Any:
@@ -49,3 +50,18 @@ class WorkloadContext:
             if wl.compute is not None and wl.compute.id == compute_id:
                 return wl
         return None
+
+    def users_of(self, compute_id: str) -> list[Workload]:
+        """The resolved workloads that run on a compute target: as their own compute or a job's, or on capacity one
+        of their jobs is placed on (in turn), in workload order. Indexed on first use, once resolution is done: a
+        rule asking per target used to scan every workload each time (quadratic on a file of thousands of groups)."""
+        if self._users is None:
+            index: dict[str, list[Workload]] = {}
+            for wl in self.workloads:
+                if wl.resolution is None:
+                    continue
+                ids = {c.id for c in wl.resolution.job_computes} | {p for c in wl.resolution.job_computes for p in c.placed_via}
+                for cid in ids:
+                    index.setdefault(cid, []).append(wl)
+            self._users = index
+        return list(self._users.get(compute_id, ()))
