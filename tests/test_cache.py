@@ -4,6 +4,7 @@ Each test has a cache folder of its own (conftest), so the first scan of a test 
 import json
 import os
 import pickle
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -29,9 +30,8 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 def _stats(proc) -> tuple[int, int]:
     line = next(l for l in proc.stderr.splitlines() if l.startswith("gpulint: cache "))
-    reused = int(line.split(": ")[-1].split(" file results reused")[0])
-    read = int(line.split(", ")[-1].split(" files read")[0])
-    return reused, read
+    m = re.search(r": (\d+) file results reused, (\d+) files read", line)
+    return int(m.group(1)), int(m.group(2))
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -229,3 +229,42 @@ def test_progress_on_a_terminal(tmp_path):
     quiet = subprocess.run([sys.executable, "-m", "gpulint", "scan", str(FIXTURES / "pytorch-fp32-loop"), "-q", "-o", str(out)],
                            capture_output=True, text=True, env=env, timeout=300)
     assert quiet.stderr == ""
+
+
+def test_an_unchanged_tree_is_answered_by_the_scan_record_in_every_format(tmp_path):
+    """The warm scan of an unchanged tree returns the stored result: the same bytes as a cold scan in every
+    format, and `gpulint workloads` too."""
+    repo = _copy("wl-terraform-gcp", tmp_path)
+    for fmt in ("json", "text", "sarif"):
+        cold = run_cli("scan", repo, "--format", fmt, "--no-cache")
+        run_cli("scan", repo, "--format", fmt)  # fills the cache
+        warm = run_cli("scan", repo, "--format", fmt, "--verbose")
+        assert "the last scan's result was reused" in warm.stderr
+        assert warm.stdout == cold.stdout and warm.returncode == cold.returncode
+    shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+    first = run_cli("workloads", repo, "--format", "json", env={"GPULINT_CACHE_DIR": str(tmp_path / "cache")})
+    again = run_cli("workloads", repo, "--format", "json", env={"GPULINT_CACHE_DIR": str(tmp_path / "cache")})
+    assert json.loads(first.stdout)["workloads"] and again.stdout == first.stdout
+
+
+def test_the_scan_record_is_not_served_when_its_inputs_change(tmp_path):
+    """Another selection, a new file, a removed file or a changed baseline each make a new result."""
+    repo = _copy("pytorch-fp32-loop", tmp_path)
+    full = reported(_scan(repo))
+    assert {"AMP001", "NET005"} <= {f["code"] for f in full}
+    only_net = _scan(repo, "--select", "NET", "--verbose")
+    assert "result was reused" not in only_net.stderr
+    assert {f["code"] for f in reported(only_net)} == {f["code"] for f in full if f["code"].startswith("NET")}
+    assert reported(_scan(repo)) == full
+    # a new training script is a new workload: its findings appear
+    (repo / "train2.py").write_text((repo / "train.py").read_text())
+    added = reported(_scan(repo, "--verbose"))
+    assert any(f["path"] == "train2.py" for f in added)
+    (repo / "train2.py").unlink()
+    assert reported(_scan(repo)) == full
+    # a baseline written now hides every finding; emptied, it hides none
+    base = tmp_path / "baseline.json"
+    assert run_cli("scan", repo, "--write-baseline", base).returncode in (0, 1)
+    assert reported(_scan(repo, "--baseline", base)) == []
+    base.write_text(json.dumps({"gpulint_baseline": 1, "findings": []}))
+    assert reported(_scan(repo, "--baseline", base)) == full

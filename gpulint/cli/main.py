@@ -329,7 +329,8 @@ def cmd_scan(args, host: PluginHost) -> int:
             print(tb, file=sys.stderr)
     if args.verbose and scanner.last_cache is not None:
         c = scanner.last_cache
-        print(f"gpulint: cache {c.directory}: {c.hits} file results reused, {c.misses} files read", file=sys.stderr)
+        whole = " (nothing changed, so the last scan's result was reused)" if c.scan_reused else ""
+        print(f"gpulint: cache {c.directory}: {c.hits} file results reused, {c.misses} files read{whole}", file=sys.stderr)
     gate = result.cost_gate
     if gate is not None and gate.failed:
         if args.format != "text" or args.output:  # the text summary says it already

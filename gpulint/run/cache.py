@@ -4,8 +4,16 @@ What is cached is what `gpulint.run.engine.analyze_file` returns for one file (i
 facts, file-level findings and suppressions): a pure function of the file's
 bytes, its kind, whether a launcher forced it past the text gate, the
 configuration, the enabled rules and gpulint's own code. Linking, workload
-resolution and workload rules always rerun from the (cached) facts, so the
-catalogue and the cross-file verdicts are never stale.
+resolution and workload rules rerun from the (cached) facts whenever any file
+changed, so the catalogue and the cross-file verdicts are never stale.
+
+Beside the entries, the file keeps one *scan record*: the last scan's whole
+result, under a key of everything it depends on (the settings below, every
+enabled rule, the request, the baseline's bytes, and every discovered file's
+path, kind and bytes; `gpulint.run.engine.Scanner._scan_key`). A rerun whose key
+is equal returns it without unpickling a single entry: the warm scan of an
+unchanged tree costs discovery and one hash per file. A result with a crash, a
+timeout or a traceback in it is never recorded.
 
 An entry is used only when all of that is unchanged:
 
@@ -54,7 +62,7 @@ from typing import Any, Iterable
 from gpulint import __version__
 CACHE_DIR_NAME = ".gpulint_cache"
 ENV_DIR = "GPULINT_CACHE_DIR"
-_MAGIC = b"gpulint-cache-1\n"
+_MAGIC = b"gpulint-cache-2\n"  # 2: entries pickled one by one, and the scan record
 _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
         "# This file is a cache directory tag created by gpulint.\n"
         "# For information about cache directory tags see https://bford.info/cachedir/\n")
@@ -174,7 +182,13 @@ def _signing_key() -> bytes | None:
 
 # -- the cache of one scanned root ------------------------------------------------------------
 class FileCache:
-    """Per-file results of one scan root: `get` before analysing a file, `put` after, `save` at the end."""
+    """Per-file results of one scan root: `get` before analysing a file, `put` after, `save` at the end.
+
+    Each entry is kept as its own pickle, unpickled only when `get` asks for it and never re-pickled when the
+    file did not change: a scan that re-reads one file rewrites the others' bytes as they were. Beside the
+    entries, the *scan record* (`get_scan` / `put_scan`) keeps the whole result of the last scan, under a key
+    of everything that result depends on; a rerun over an unchanged tree returns it without unpickling any
+    entry. Both live in one signed file."""
 
     def __init__(self, directory: Path, scan_root: Path, settings: str):
         self.directory = directory
@@ -183,9 +197,13 @@ class FileCache:
         self.path = directory / f"v{__version__}" / f"{name}.cache"
         self.scan_root = scan_root
         self._key = _signing_key()
-        self._old: dict[str, tuple[str, Any]] = self._load() if self._key else {}
-        self._new: dict[str, tuple[str, Any]] = {}
+        loaded = self._load() if self._key else {}
+        self._old: dict[str, tuple[str, bytes]] = loaded.get("entries", {})
+        self._scan: tuple[str, bytes] | None = loaded.get("scan")
+        self._new: dict[str, tuple[str, bytes | Any]] = {}
+        self._new_scan: tuple[str, bytes] | None = None
         self.hits = self.misses = 0
+        self.scan_reused = False  # set by the scanner when the scan record answered the whole scan
 
     @property
     def usable(self) -> bool:
@@ -194,14 +212,34 @@ class FileCache:
     def get(self, rel: str, digest: str) -> Any | None:
         entry = self._old.get(rel)
         if entry is not None and entry[0] == digest:
-            self.hits += 1
-            self._new[rel] = entry
-            return entry[1]
+            try:
+                result = pickle.loads(entry[1])
+            except Exception:  # an entry written by other code (same key, other gpulint): analysed again
+                result = None
+            if result is not None:
+                self.hits += 1
+                self._new[rel] = entry
+                return result
         self.misses += 1
         return None
 
     def put(self, rel: str, digest: str, result: Any) -> None:
         self._new[rel] = (digest, result)
+
+    def get_scan(self, key: str) -> Any | None:
+        """The whole result the last scan stored under `key`, or None."""
+        if self._scan is None or self._scan[0] != key:
+            return None
+        try:
+            return pickle.loads(self._scan[1])
+        except Exception:
+            return None
+
+    def put_scan(self, key: str, result: Any) -> None:
+        try:
+            self._new_scan = (key, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            self._new_scan = None
 
     def save(self) -> None:
         """Write the entries of this scan, plus earlier ones of files this scan did not look at
@@ -210,17 +248,25 @@ class FileCache:
         try:
             self._write()
         finally:
-            self._old, self._new = {}, {}
+            self._old, self._new, self._new_scan = {}, {}, None
 
     def _write(self) -> None:
-        if not self.usable or (self.misses == 0 and set(self._new) == set(self._old)):
+        if not self.usable:
             return
-        entries = dict(self._new)
-        for rel, entry in self._old.items():
-            if rel not in entries and (self.scan_root / rel).exists():
-                entries[rel] = entry
+        unchanged = self.misses == 0 and set(self._new) == set(self._old)
+        if unchanged and (self._new_scan is None or self._new_scan == self._scan):
+            return
+        entries: dict[str, tuple[str, bytes]] = {}
         try:
-            payload = zlib.compress(pickle.dumps((self.settings, entries), protocol=pickle.HIGHEST_PROTOCOL), 1)
+            for rel, (digest, result) in self._new.items():
+                entries[rel] = (digest, result if isinstance(result, bytes) else pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+            for rel, entry in self._old.items():
+                if rel not in entries and (self.scan_root / rel).exists():
+                    entries[rel] = entry
+            body: dict[str, Any] = {"entries": entries}
+            if self._new_scan is not None:
+                body["scan"] = self._new_scan
+            payload = zlib.compress(pickle.dumps((self.settings, body), protocol=pickle.HIGHEST_PROTOCOL), 1)
             sig = hmac.new(self._key, payload, hashlib.sha256).digest()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._mark(self.directory)
@@ -234,7 +280,7 @@ class FileCache:
             except (OSError, NameError, UnboundLocalError):
                 pass
 
-    def _load(self) -> dict[str, tuple[str, Any]]:
+    def _load(self) -> dict[str, Any]:
         try:
             raw = self.path.read_bytes()
         except OSError:
@@ -245,10 +291,12 @@ class FileCache:
         if not hmac.compare_digest(sig, hmac.new(self._key, payload, hashlib.sha256).digest()):
             return {}  # not written by this user's gpulint: never unpickled
         try:
-            settings, entries = pickle.loads(zlib.decompress(payload))
+            settings, body = pickle.loads(zlib.decompress(payload))
         except Exception:  # a cache written by other code (same key, other gpulint): cold
             return {}
-        return entries if settings == self.settings and isinstance(entries, dict) else {}
+        if settings != self.settings or not isinstance(body, dict) or not isinstance(body.get("entries"), dict):
+            return {}
+        return body
 
     @staticmethod
     def _mark(directory: Path) -> None:
