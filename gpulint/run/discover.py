@@ -14,8 +14,10 @@ skipped.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
+import re
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -114,11 +116,13 @@ def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> lis
             rel = Path(err.filename).relative_to(root).as_posix() if Path(err.filename).is_relative_to(root) else str(err.filename)
             problems.append((display_name(rel), err.strerror or str(err)))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):  # symlinked folders are not entered
+    top = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable):  # symlinked folders are not entered
         here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, here / d) and not os.path.islink(here / d))
-        for f in filenames:
-            out.append((here / f).relative_to(root).as_posix())
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(d, here / d) and not os.path.islink(os.path.join(dirpath, d)))
+        # names joined as strings: a Path per file was most of a warm scan's discovery
+        prefix = os.path.relpath(dirpath, top).replace(os.sep, "/") + "/" if dirpath != top else ""
+        out += [prefix + f for f in filenames]
     return sorted(out)
 
 
@@ -128,28 +132,53 @@ JOB_SCRIPT_EXTENSIONS = frozenset({"slrm", "sub", "job", "batch", "pbs", "qsub",
 
 
 class Classifier:
+    """A file's kind: by its name (the kinds' globs, highest priority first), else for a name without an extension
+    or with a job-script one by its shebang. Names are classified once per Classifier (``__init__.py`` and
+    ``README.md`` recur in every folder), with each kind's globs compiled into one pattern."""
+
     def __init__(self, kinds):
         self.kinds = sorted(kinds, key=lambda k: -k.priority)
+        self._patterns = [(k.name, re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(g))})" for g in k.globs)))
+                          for k in self.kinds if k.globs]
+        self._any_shebang = any(k.shebang for k in self.kinds)
+        self._by_name: dict[str, str | None] = {}
+
+    def kind_of_name(self, name: str) -> str | None:
+        """The kind a file's name alone gives it (as ``fnmatch``, so case-insensitive where the OS is)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            pass
+        norm = os.path.normcase(name)
+        kind = next((k for k, pattern in self._patterns if pattern.match(norm)), None)
+        self._by_name[name] = kind
+        return kind
+
+    def may_have_shebang(self, name: str) -> bool:
+        """Could the file's first line decide its kind (no extension, or a batch scheduler's)?"""
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        return ("." not in name or ext in JOB_SCRIPT_EXTENSIONS) and self._any_shebang
 
     def kind_of(self, path: Path) -> str | None:
         name = path.name
-        for k in self.kinds:
-            if k.claims(name):
-                return k.name
-        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-        if ("." not in name or ext in JOB_SCRIPT_EXTENSIONS) and any(k.shebang for k in self.kinds):
-            try:
-                with open(path, "rb") as fh:
-                    head = fh.read(128)
-            except OSError:
-                return None
-            if head.startswith(b"#!"):
-                first = head.split(b"\n", 1)[0].decode("latin-1")
-                interp = first.rsplit("/", 1)[-1].split()
-                words = interp[1:] if interp and interp[0] == "env" else interp[:1]
-                for k in self.kinds:
-                    if any(w.startswith(s) for w in words for s in k.shebang):
-                        return k.name
+        kind = self.kind_of_name(name)
+        if kind is not None or not self.may_have_shebang(name):
+            return kind
+        return self.kind_of_shebang(path)
+
+    def kind_of_shebang(self, path: Path | str) -> str | None:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(128)
+        except OSError:
+            return None
+        if head.startswith(b"#!"):
+            first = head.split(b"\n", 1)[0].decode("latin-1")
+            interp = first.rsplit("/", 1)[-1].split()
+            words = interp[1:] if interp and interp[0] == "env" else interp[:1]
+            for k in self.kinds:
+                if any(w.startswith(s) for w in words for s in k.shebang):
+                    return k.name
         return None
 
 
@@ -195,15 +224,18 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
     base = Path(os.path.realpath(exclude_base or root))
     real_root = str(root)
     out = []
+    # excludes are written relative to the configuration's folder, which may be above the scanned one
+    base_prefix = root.relative_to(base).as_posix() + "/" if root != base and root.is_relative_to(base) else ""
     for rel in names:
-        p = root / rel
+        name = rel.rsplit("/", 1)[-1]
+        kind = classifier.kind_of_name(name)
+        if kind is None and not classifier.may_have_shebang(name):
+            continue  # no kind claims it: neither an exclude pattern nor a stat is worth asking
         if spec is not None:
-            try:
-                rel_to_cfg = p.relative_to(base).as_posix()
-            except ValueError:
-                rel_to_cfg = rel
+            rel_to_cfg = base_prefix + rel if root == base or base_prefix else _relative_to(root / rel, base, rel)
             if spec.match_file(rel_to_cfg):
                 continue
+        p = root / rel
         try:
             if os.path.islink(p):
                 if not _inside(p, real_root):  # out of the root, a loop, or not a regular file
@@ -218,7 +250,14 @@ def discover(root: Path, classifier: Classifier, exclude: list[str], exclude_bas
             continue
         except (OSError, ValueError):
             continue
-        kind = classifier.kind_of(p)
+        kind = kind or classifier.kind_of_shebang(p)
         if kind:
             out.append(Candidate(display_name(rel), p, kind))
     return out
+
+
+def _relative_to(p: Path, base: Path, default: str) -> str:
+    try:
+        return p.relative_to(base).as_posix()
+    except ValueError:
+        return default
