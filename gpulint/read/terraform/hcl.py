@@ -9,16 +9,45 @@ from __future__ import annotations
 
 import re
 
+from hcl2.api import parses_to_tree
 from hcl2.rules.base import AttributeRule, BlockRule, BodyRule
 from hcl2.rules.containers import ObjectElemKeyRule, ObjectRule, TupleRule
 from hcl2.rules.expressions import ExprTermRule, UnaryOpRule
 from hcl2.rules.indexing import GetAttrExprTermRule, IndexExprTermRule
 from hcl2.rules.literal_rules import FloatLitRule, IdentifierRule, IntLitRule, LiteralValueRule
 from hcl2.rules.strings import HeredocTemplateRule, InterpolationRule, StringRule
+from hcl2.transformer import RuleTransformer
 from hcl2.utils import SerializationOptions, process_escape_sequences
 
 
 UNKNOWN = object()
+
+
+def parse(text: str):
+    """python-hcl2's rule tree of `text` (what ``hcl2.parses`` returns), built by `_RuleTransformer`."""
+    return _RuleTransformer().transform(parses_to_tree(text))
+
+
+class _RuleTransformer(RuleTransformer):
+    """python-hcl2's transformer, with each grammar rule's handler looked up once per file. lark binds a handler
+    declared with ``v_args`` anew (a ``functools.update_wrapper``) on every attribute lookup, that is once per node
+    of the tree: more than half of a large file's transform. The bound handler is kept in the instance, where
+    attribute lookup finds it first; what each handler returns is unchanged."""
+
+    def _call_userfunc(self, tree, new_children=None):
+        self._remember(tree.data)
+        return super()._call_userfunc(tree, new_children)
+
+    def _call_userfunc_token(self, token):
+        self._remember(token.type)
+        return super()._call_userfunc_token(token)
+
+    def _remember(self, name) -> None:
+        if name not in self.__dict__:
+            try:
+                self.__dict__[name] = getattr(self, name)
+            except AttributeError:  # no handler: lark's default applies, as before
+                pass
 
 
 OPTS = SerializationOptions(

@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-import hcl2
 
 from gpulint.core.model import Fact, Location
 from gpulint.read.errors import BlockFailure, PartialRead, ReadError
@@ -39,7 +38,7 @@ from gpulint.read.terraform.aws import (
 from gpulint.read.terraform.azure import aks_cluster, aks_node_pool, az_vm, az_vmss
 from gpulint.read.terraform.env import env_from_container
 from gpulint.read.terraform.gcp import gcp_instance, gke_cluster, gke_node_pool
-from gpulint.read.terraform.hcl import View
+from gpulint.read.terraform.hcl import View, parse as hcl_parse
 from gpulint.read.terraform.manifests import MANIFEST_ATTRS, manifests_of, read_manifests
 from gpulint.read.terraform.modules import eks_module
 from gpulint.read.terraform.scripts import startup_scripts
@@ -52,7 +51,7 @@ __all__ = ["ReadError", "read"]
 def read(text: str, path: str) -> list[Fact]:
     """Facts of one Terraform file. Raises only ReadError (unparsable HCL)."""
     try:
-        tree = hcl2.parses(text)
+        tree = hcl_parse(text)
     except RecursionError:
         raise ReadError("HCL nesting too deep to parse", 1, 1) from None
     except Exception as exc:  # lark/hcl2 raise several types; callers get one
@@ -181,7 +180,7 @@ def _without_unread_interpolations(text: str, exc: Exception):
             return None  # the error is not inside a multi-line interpolation
         text = text[:start] + "".join("\n" if ch == "\n" else " " for ch in text[start:end + 1]) + text[end + 1:]
         try:
-            return hcl2.parses(text)
+            return hcl_parse(text)
         except RecursionError:
             return None
         except Exception as again:  # noqa: BLE001 - the next failing interpolation, or a real error
