@@ -599,14 +599,59 @@ def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
     return out
 
 
+#: folders of a repository's examples: code that uses the package the repository ships as its users would
+EXAMPLE_DIRS = frozenset({"examples", "example", "demos", "demo", "tutorials", "tutorial", "samples", "sample"})
+#: what a shipped package's code says about precision and devices: the library's own choices (a branch its caller
+#: may or may not take, a CUDA check of its own), not an example's, which installs and imports the package as a user does
+LIBRARY_EVIDENCE = frozenset({"precision", "tf32", "grad_scaler", "uses_gpu", "cpu_only", "other_accelerator"})
+_PACKAGING = ("setup.py", "pyproject.toml", "setup.cfg")
+
+
+def shipped_package(path: str, repo: Repo) -> str | None:
+    """The folder of the package `path` belongs to when the repository ships it: the outermost folder of its
+    ``__init__.py`` chain, with a setup.py, pyproject.toml or setup.cfg beside it. (A ``src/`` layout's package is
+    not importable from an examples folder by the linker's import resolution, so it never reaches an example.)"""
+    parts = path.split("/")
+    top = None
+    for i in range(len(parts) - 1, 0, -1):
+        folder = "/".join(parts[:i])
+        if f"{folder}/__init__.py" not in repo.kinds:
+            break
+        top = folder
+    if top is None:
+        return None
+    parent = posixpath.dirname(top)
+    return top if any(posixpath.join(parent, name) in repo.kinds for name in _PACKAGING) else None
+
+
+def _library_of(entry: str, module: str, repo: Repo) -> str | None:
+    """The shipped package `module` is in, when `entry` is an example of it (in an examples folder, outside it)."""
+    if not any(d.lower() in EXAMPLE_DIRS for d in entry.split("/")[:-1]):
+        return None
+    package = shipped_package(module, repo)
+    return package if package is not None and not entry.startswith(package + "/") else None
+
+
 def _new_workload(name: str, entry: str, repo: Repo, code: list[str]) -> Workload:
     wl = Workload(name=name, entrypoint=entry, code_files=code)
+    libraries: dict[str, list[str]] = {}
     for p in code:
         facts = repo.facts.get(p, [])
         # a module the entrypoint imports never runs its ``__main__`` block (a demo or self-test of the module)
         blocks = [] if p == entry else [b for f in facts if f.kind == "script" for b in f.value.get("main_lines") or ()]
-        wl.facts += [f for f in facts if not f.target and f.kind != "import"
-                     and not any(lo <= f.loc.line <= hi for lo, hi in blocks)]
+        # an example judged on its own code, as a scan of its folder alone (or of the installed package) judges it
+        library = _library_of(entry, p, repo) if p != entry else None
+        kept = [f for f in facts if not f.target and f.kind != "import"
+                and not any(lo <= f.loc.line <= hi for lo, hi in blocks)]
+        if library is not None:
+            dropped = sorted({f.kind for f in kept if f.kind in LIBRARY_EVIDENCE})
+            kept = [f for f in kept if f.kind not in LIBRARY_EVIDENCE]
+            if dropped:
+                libraries.setdefault(library, []).extend(k for k in dropped if k not in libraries[library])
+        wl.facts += kept
+    for library, kinds in sorted(libraries.items()):
+        wl.reasons.append(f"code: {library}/ is the package the repository ships; {entry} is one of its examples, so the "
+                          f"package's own {', '.join(kinds)} facts are not taken as the example's")
     # the training step of an imported module sits in a function or class that neither that module nor any code of
     # the workload calls (a script importing ``evaluate`` from the module that also holds ``train``): not this
     # workload's training
