@@ -388,34 +388,44 @@ def _what(trains) -> str:
 
 def _guidance(wl: Workload) -> str:
     c = compute_of(wl)
-    fp16_only = c is not None and c.bf16_supported is False
-    dtype = "fp16 (with a GradScaler: this GPU has no bf16)" if fp16_only else "bf16"
-    mech = {f.value.get("mechanism") for f in wl.of("precision")}
-    if "accelerate" in mech or "accelerate_config" in mech:
-        how = f"set `mixed_precision: {'fp16' if fp16_only else 'bf16'}` in the accelerate config or Accelerator(mixed_precision=...)"
-    elif "hf_args" in mech or "hf_cli" in mech or "hf_args_file" in mech:
-        how = f"pass `--{'fp16' if fp16_only else 'bf16'} True` or set TrainingArguments({'fp16' if fp16_only else 'bf16'}=True)"
-    elif "megatron_cli" in mech:
-        how = f"pass `--{'fp16' if fp16_only else 'bf16'}` to the training script (Megatron trains in fp32 without it)"
-    elif "lightning" in mech:
-        how = f"use Trainer(precision=\"{'16-mixed' if fp16_only else 'bf16-mixed'}\")"
-    elif "deepspeed" in mech:
-        how = f"enable the \"{'fp16' if fp16_only else 'bf16'}\" section of the DeepSpeed config"
-    elif "keras" in mech or (training_fact(wl) is not None and training_fact(wl).value.get("via") in ("keras", "tensorflow")):
-        how = (f"set keras.mixed_precision.set_global_policy(\"{'mixed_float16' if fp16_only else 'mixed_bfloat16'}\") before "
-               f"building the model (Keras scales the loss itself with mixed_float16 in model.fit; a custom GradientTape loop "
-               f"wraps its optimizer in keras.mixed_precision.LossScaleOptimizer)")
-    elif fp16_only:
-        how = ("wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.float16) and "
-               "scale the loss with torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(opt); scaler.update())")
+    bf16 = c.bf16_supported if c is not None else None  # None: the GPU is unknown, or the catalogue does not say
+    if bf16 is False:
+        lead = f"Train in fp16 (with a GradScaler: this GPU has no bf16): {_how(wl, fp16=True)}."
+    elif bf16 is True:
+        lead = f"Train in bf16: {_how(wl, fp16=False)}."
     else:
-        how = "wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"
+        # the advice must fit whichever GPU it runs on: bf16 where the hardware has it, fp16 with loss scaling where not
+        lead = (f"Train in bf16 on an Ampere or newer GPU (A100, A10G, L4, H100 ...): {_how(wl, fp16=False)}. "
+                f"On a V100 or T4, which have no bf16, train in fp16 with loss scaling instead: {_how(wl, fp16=True)}.")
     kernel = min(wl.code_facts("custom_kernel"), key=lambda f: f.loc, default=None)
     caveat = (f" The workload compiles its own CUDA kernels ({kernel.loc.short()}), which autocast does not reach: keep their "
               "inputs in the dtype their sources take (decorate the autograd Function with "
               "torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)) or give them 16-bit variants."
               if kernel is not None else "")
-    return f"Train in {dtype}: {how}.{caveat} Run `gpulint explain AMP001` for examples."
+    return f"{lead}{caveat} Run `gpulint explain AMP001` for examples."
+
+
+def _how(wl: Workload, fp16: bool) -> str:
+    """How this workload's framework turns mixed precision on, in bf16 or (fp16=True) fp16 with loss scaling."""
+    mech = {f.value.get("mechanism") for f in wl.of("precision")}
+    if "accelerate" in mech or "accelerate_config" in mech:
+        return f"set `mixed_precision: {'fp16' if fp16 else 'bf16'}` in the accelerate config or Accelerator(mixed_precision=...)"
+    if "hf_args" in mech or "hf_cli" in mech or "hf_args_file" in mech:
+        return f"pass `--{'fp16' if fp16 else 'bf16'} True` or set TrainingArguments({'fp16' if fp16 else 'bf16'}=True)"
+    if "megatron_cli" in mech:
+        return f"pass `--{'fp16' if fp16 else 'bf16'}` to the training script (Megatron trains in fp32 without it)"
+    if "lightning" in mech:
+        return f"use Trainer(precision=\"{'16-mixed' if fp16 else 'bf16-mixed'}\")"
+    if "deepspeed" in mech:
+        return f"enable the \"{'fp16' if fp16 else 'bf16'}\" section of the DeepSpeed config"
+    if "keras" in mech or (training_fact(wl) is not None and training_fact(wl).value.get("via") in ("keras", "tensorflow")):
+        return (f"set keras.mixed_precision.set_global_policy(\"{'mixed_float16' if fp16 else 'mixed_bfloat16'}\") before "
+                f"building the model (Keras scales the loss itself with mixed_float16 in model.fit; a custom GradientTape loop "
+                f"wraps its optimizer in keras.mixed_precision.LossScaleOptimizer)")
+    if fp16:
+        return ("wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.float16) and "
+                "scale the loss with torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(opt); scaler.update())")
+    return "wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"
 
 
 class Fp16WithoutLossScaling(Rule):

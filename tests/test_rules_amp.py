@@ -1221,3 +1221,16 @@ def test_fp16_beside_a_precision_decided_at_run_time_is_no_amp003():
     assert codes({"train.py": train, "infra/main.tf": P4D_TORCHRUN}, "AMP003", sort=True) == []
     decided = train.replace("Accelerator(mixed_precision=args.mixed_precision)", "Accelerator(mixed_precision='fp16')")
     assert codes({"train.py": decided, "infra/main.tf": P4D_TORCHRUN}, "AMP003", sort=True) == ["AMP003"]
+
+
+# -- AMP001's advice fits the GPU: bf16 on one that has it, fp16 with loss scaling on one that has not, both unknown ---
+@pytest.mark.parametrize("instance, says, never", [
+    ("p4d.24xlarge", ("Train in bf16:", "dtype=torch.bfloat16"), ("torch.float16", "GradScaler")),
+    ("p3.2xlarge", ("Train in fp16", "GradScaler", "dtype=torch.float16"), ("bfloat16",)),
+    (None, ("bf16 on an Ampere or newer GPU", "dtype=torch.bfloat16", "On a V100 or T4", "GradScaler"), ()),
+])
+def test_amp001_guidance_fits_the_gpu_or_says_both_when_it_is_unknown(instance, says, never):
+    infra = {"infra/main.tf": P4D_INFRA["infra/main.tf"].replace("p4d.24xlarge", instance)} if instance else {}
+    (amp,) = [f for f in scan_files({"train.py": FP32_TRAIN, **infra}).findings if f.code == "AMP001"]
+    assert all(s in amp.guidance for s in says), amp.guidance
+    assert not any(s in amp.guidance for s in never), amp.guidance
