@@ -217,3 +217,24 @@ def test_the_linker_never_fails_and_links_only_repository_files(found):
     for wl in workloads:
         assert wl.entrypoint in KINDS
         assert set(wl.code_files) <= set(KINDS) and set(wl.configs) <= set(KINDS)
+
+
+# -- the reports' JSON writer is json.dumps(indent=2, ensure_ascii=False, allow_nan=False), byte for byte -------
+from gpulint.report.base import dumps  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=40)
+
+
+@given(_JSON)
+def test_the_report_json_writer_prints_what_json_dumps_prints(doc):
+    assert dumps(doc) == json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def test_the_report_json_writer_refuses_what_json_dumps_refuses():
+    for bad in (float("nan"), [float("inf")], {"a": object()}):
+        with pytest.raises((ValueError, TypeError)):
+            dumps(bad)
+    assert dumps({1: "a", 2.5: "b", True: "c", None: "d"}) == json.dumps({1: "a", 2.5: "b", True: "c", None: "d"}, indent=2)

@@ -11,11 +11,10 @@ issue shape it accepts is filled in too: ``type``, ``categories``,
 """
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from gpulint.core.model import Finding
-from gpulint.report.base import ReportOptions, Reporter, cost_suffix, display_path, money, one_line, sorted_findings, usd
+from gpulint.report.base import ReportOptions, Reporter, cost_suffix, display_path, dumps, money, one_line, sorted_findings, usd
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.core.result import ScanResult
@@ -52,4 +51,4 @@ class GitlabReporter(Reporter):
 
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
         issues = [issue(result.root, f) for f in sorted_findings(result.findings)]
-        return json.dumps(issues, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return dumps(issues) + "\n"

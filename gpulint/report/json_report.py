@@ -12,7 +12,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from gpulint.core.model import Finding
-from gpulint.report.base import ReportOptions, Reporter, posix, sorted_findings, usd
+from gpulint.report.base import ReportOptions, Reporter, dumps, posix, sorted_findings, usd
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.core.result import ScanResult
@@ -67,4 +67,4 @@ class JsonReporter(Reporter):
     description = "machine-readable findings, workloads and summary (schemas/output.schema.json)"
 
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
-        return json.dumps(document(result), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return dumps(document(result)) + "\n"

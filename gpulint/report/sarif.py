@@ -7,7 +7,6 @@ at most 25,000 results per run and 1,000 related locations per result.
 """
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from pathlib import PurePosixPath, PureWindowsPath
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from gpulint.core.model import Finding, Location, Severity
-from gpulint.report.base import ReportOptions, Reporter, one_line, posix, sorted_findings, usd
+from gpulint.report.base import ReportOptions, Reporter, dumps, one_line, posix, sorted_findings, usd
 from gpulint.report.explain import explain_markdown, explain_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -235,7 +234,7 @@ class SarifReporter(Reporter):
     description = "SARIF 2.1.0 (GitHub code scanning, editors' SARIF viewers)"
 
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
-        return json.dumps(document(result), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return dumps(document(result)) + "\n"
 
 
 __all__ = ["SarifReporter", "document", "rule_descriptor"]
