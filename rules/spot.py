@@ -11,7 +11,7 @@ import posixpath
 
 from gpulint.rulekit import (
     CPU, CostImpact, Example, Expect, Location, ResolvedCompute, Rule, Severity, Workload, benchmark_of, compute_of,
-    compute_related, hookimpl, price_basis, training_fact, trains_on_gpu,
+    compute_related, hookimpl, on_gpu, price_basis, training_fact, trains_on_gpu,
 )
 
 # Instance-local or in-memory locations an interruption (a new VM) wipes (training-facts §5.1/§5.2).
@@ -28,7 +28,9 @@ def on_spot(wl: Workload) -> bool:
 def trains_a_model_on_spot(wl: Workload) -> bool:
     """GPU training on spot capacity whose state is worth keeping: what SPOT001/002/004 judge (a benchmark
     keeps no state worth a checkpoint)."""
-    return trains_on_gpu(wl) is not None and on_spot(wl) and benchmark_of(wl) is None
+    # a job whose code is not in the repository trains by its launcher's word (gpulint.link.workloads._launch_training)
+    trains = trains_on_gpu(wl) is not None or (not wl.code_known and bool(wl.launch_training) and on_gpu(wl))
+    return trains and on_spot(wl) and benchmark_of(wl) is None
 
 
 def lost_work_cost(hw: ResolvedCompute | None, what: str, ctx=None) -> CostImpact:
@@ -400,7 +402,10 @@ class CheckpointOnEphemeralStorage(Rule):
         * SkyPilot: a path (relative paths live in ``~/sky_workdir``) under no bucket ``file_mounts``
           entry mounted with ``MOUNT``/``MOUNT_CACHED``.
 
-        A directory computed at run time, from an environment variable or a flag keeps it silent.
+        A directory computed at run time, from an environment variable or a flag keeps it silent. For a job
+        whose code is not in the repository (an image's script started by torchrun on spot capacity), the
+        folder its launch line passes to a checkpoint flag (``--save-dir``, ``--checkpoint-dir``,
+        ``--output_dir`` ...) is that job's checkpoint folder.
     Why it costs money:
         An interrupted spot job comes back on a new machine: instance-local disks start empty, so the
         checkpoints are gone with the machine and all the work since the start is repeated.
@@ -428,6 +433,9 @@ class CheckpointOnEphemeralStorage(Rule):
     severity = Severity.WARNING
     family = "SPOT"
     since = "0.1.0"
+    #: also a job whose code is not in the repository: the folder its launch line passes (--save-dir /tmp/ckpt) is
+    #: where its checkpoints go, whatever the code does with it
+    reads_code = False
 
     _HF = """\
 from transformers import Trainer, TrainingArguments
@@ -483,8 +491,9 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
         if any(v is None for v in verdicts):
             return
         f, why = saves[0], verdicts[0]
+        where = f"{f.key} {dirs[0]!r} on the launch line" if f.value.get("via") == "launch_flag" else repr(dirs[0])
         yield self.finding(
-            f.loc, f"on spot capacity, checkpoints go only to {dirs[0]!r}, {why}: an interruption loses them",
+            f.loc, f"on spot capacity, checkpoints go only to {where}, {why}: an interruption loses them",
             symbol=f"spot:ephemeral:{dirs[0]}", workload=wl.name, related=compute_related(wl),
             cost=lost_work_cost(compute_of(wl), "checkpoints are lost with the instance", ctx))
 

@@ -6,6 +6,8 @@ Kubernetes here (Karpenter NodePools: labels, taints, a pod's nodeSelector and t
 """
 from __future__ import annotations
 
+import pytest
+
 from helpers import codes
 from samples import DDP_BF16_LOOP
 from gpulint.testing import scan_files
@@ -178,6 +180,32 @@ def test_rules_that_read_training_code_stay_silent_on_unknown_code():
                              "karpenter.sh/capacity-type: spot\n")
     found = set(codes({"k8s/job.yaml": spot}))
     assert not found & {"AMP001", "SPOT001", "SPOT002", "IO001", "MEM003"}, found
+
+
+SPOT_IMAGE_JOB = IMAGE_JOB.replace("            node.kubernetes.io/instance-type: p5.48xlarge\n",
+                                   "            node.kubernetes.io/instance-type: p5.48xlarge\n            "
+                                   "karpenter.sh/capacity-type: spot\n")
+
+
+@pytest.mark.parametrize("folder, fires", [("/tmp/ckpt", True), ("/local_disk0/run1", True), ("/fsx/ckpt/run1", False),
+                                           ("s3://bucket/ckpt", False), ("$CKPT_DIR", False)])
+def test_a_spot_image_job_whose_launch_line_checkpoints_to_instance_storage_is_spot004(folder, fires):
+    """The code is in the image, but the folder its launch line passes to --save is where its checkpoints go:
+    instance-local storage on spot loses them with the node; a shared file system or a variable is left alone."""
+    job = SPOT_IMAGE_JOB.replace('--train-iters, "500000"', f'--train-iters, "500000", --save, "{folder}"')
+    assert folder in job
+    result = scan_files({"k8s/job.yaml": job})
+    [wl] = result.workloads
+    assert wl["code_known"] is False and any(r.startswith("checkpoint: ") and "--save" in r for r in wl["links"])
+    spot004 = [f for f in result.findings if f.code == "SPOT004"]
+    assert bool(spot004) == fires, spot004
+    if fires:
+        assert f"--save '{folder}' on the launch line" in spot004[0].message and spot004[0].loc.path == "k8s/job.yaml"
+    assert not {f.code for f in result.findings} & {"SPOT001", "SPOT002"}  # the code may save and resume elsewhere too
+
+
+def test_a_spot_image_job_that_names_no_checkpoint_folder_gets_no_spot_finding():
+    assert not {c for c in codes({"k8s/job.yaml": SPOT_IMAGE_JOB}) if c.startswith("SPOT")}
 
 
 def test_an_image_script_with_no_training_evidence_is_not_a_workload():

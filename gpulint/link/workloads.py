@@ -889,6 +889,34 @@ def _not_in_repository(fact: Fact, code_names: set[str]) -> str | None:
     return f"{script} is not a file of the repository (in the image)"
 
 
+#: launch flags that name where a training program writes its checkpoints, by the conventions of the trainers that
+#: take them (fairseq/Megatron --save, HF --output_dir, torchtitan/timm --checkpoint.folder / --output ...): read only
+#: for a job whose code is not in the repository, where the launch line is all there is to read
+CHECKPOINT_DIR_FLAGS = frozenset({"--save", "--save-dir", "--save_dir", "--checkpoint-dir", "--checkpoint_dir",
+                                  "--checkpoint.folder", "--ckpt-dir", "--ckpt_dir", "--checkpoint-path",
+                                  "--checkpoint_path", "--output_dir", "--output-dir"})
+RESUME_FLAGS = frozenset({"--resume", "--resume_from_checkpoint", "--resume-from-checkpoint", "--resume-from",
+                          "--resume_from", "--load", "--load-dir", "--load_dir", "--auto-resume", "--auto_resume"})
+
+
+def _launch_checkpoints(launch: Fact) -> list[Fact]:
+    """The checkpoint saves and resumes a launch line states by its flags (a literal folder for a save)."""
+    args = [a for a in (launch.value.get("args") or []) if isinstance(a, str)]
+    out: list[Fact] = []
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if not eq:
+            value = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("-") else ""
+        if flag in CHECKPOINT_DIR_FLAGS and value:
+            literal = value if "$" not in value and "{" not in value else None
+            out.append(Fact("checkpoint.save", {"via": "launch_flag", "dir": literal}, launch.loc, flag, "",
+                            {"flag": flag, "written": value}))
+        elif flag in RESUME_FLAGS and value.lower() not in ("false", "0", "no", "none"):
+            out.append(Fact("checkpoint.resume", {"via": "launch_flag", "value": value or True}, launch.loc, flag, "",
+                            {"flag": flag}))
+    return out
+
+
 def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], computes: dict[str, Compute], repo: Repo,
                          scope: "Scope") -> None:
     """A training launcher on GPU compute whose script is not in the repository is a workload whose code is unknown:
@@ -912,6 +940,10 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
         _attach_launcher(wl, u, repo, computes)
         wl.unknown.append(f"code: {where}: checks that read the training code (precision, data loading, checkpoints, "
                           "model size) do not apply; those of its launcher, compute and environment do")
+        stated = _launch_checkpoints(u.fact)
+        if stated:
+            wl.facts += stated
+            wl.reasons.append(f"checkpoint: {u.fact.loc.short()} passes {', '.join(sorted({f.key for f in stated}))}")
         workloads[wl.name] = wl
         claimed.add(c.id)
 
