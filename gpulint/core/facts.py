@@ -149,11 +149,14 @@ register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
 register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
          "attrs.guards as for process_group, attrs.function: the enclosing function, attrs.ddp_fallback: it sits on the "
          "other side of an if from the file's own DistributedDataParallel/FSDP (the non-distributed fallback).")
-register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
+register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training, a model replica per GPU: DistributedDataParallel, FSDP, Ray Train, "
+         "tf.distribute (MirroredStrategy, MultiWorkerMirroredStrategy), horovod (TensorFlow) ...")
 register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
-         "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp ...; dir when literal.")
+         "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp, "
+         "keras.ModelCheckpoint, keras.BackupAndRestore, tf.train.Checkpoint, keras.save (model.save/save_weights) ...; dir when literal.")
 register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
-         "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp.")
+         "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp, "
+         "keras.BackupAndRestore, tf.train.Checkpoint (restore/read), keras.load_weights, keras.load_model.")
 register("model.name", "code", _t("string"),
          "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
          "cli_arg (the name is that flag's argparse default: the launchers' value decides).")
