@@ -17,7 +17,7 @@ import ast
 import posixpath
 from typing import Any
 
-from gpulint.read.python.common import Facts, norm, owner
+from gpulint.read.python.common import Facts, norm, owner, read_again
 from gpulint.read.python.index import UNKNOWN, Call, PyIndex
 
 #: modules whose import makes a file a TensorFlow / Keras one
@@ -81,7 +81,12 @@ def gpu_use(f: Facts) -> None:
     for c in ix.calls:
         q = c.qualname or ""
         if q in _GPU_PINS and "GPU" in str(f.val(c, "device_type", 1)).upper():
-            f.add("uses_gpu", {"via": q, "probe": "gpu" in c.guards}, c.node, q)
+            devices = c.kwarg("devices") or c.positional(0)
+            if devices.__class__ in (ast.List, ast.Tuple) and not devices.elts:
+                # ``set_visible_devices([], "GPU")``: the process hides every GPU from TensorFlow and runs on the CPU
+                f.add("cpu_only", {"via": f"{q}([], 'GPU')"}, c.node, q)
+            else:
+                f.add("uses_gpu", {"via": q, "probe": "gpu" in c.guards}, c.node, q)
             return
         if q == "tensorflow.device" and "GPU" in str(f.val(c, "device_name", 0)).upper():
             f.add("uses_gpu", {"via": "tensorflow.device", "probe": "gpu" in c.guards}, c.node, q)
@@ -180,6 +185,8 @@ def checkpoints(f: Facts) -> None:
     for c in ix.calls:
         q = c.qualname or ""
         head = q.partition("(")[0]
+        if q in MODEL_CHECKPOINT | BACKUP_AND_RESTORE and c.assigned_to and not read_again(f, c.assigned_to):
+            continue  # a callback built and never handed to fit(): it writes nothing
         if q in MODEL_CHECKPOINT:
             only = norm(f.val(c, "save_weights_only")) if f.present(c, "save_weights_only") else False
             f.add("checkpoint.save", {"via": "keras.ModelCheckpoint", "dir": _folder(f.val(c, "filepath", 0)),
