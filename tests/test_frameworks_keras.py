@@ -110,24 +110,19 @@ def test_gradients_without_an_optimizer_step_are_not_training():
 
 # -- devices ----------------------------------------------------------------------------------------------------
 
+PINNED = """\
+import tensorflow as tf
+import horovod.tensorflow.keras as hvd
+hvd.init()
+gpus = tf.config.list_physical_devices("GPU")
+tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")
+model.fit(ds)
+"""
+
+
 def test_a_gpu_pinned_per_process_is_gpu_use_and_hiding_them_is_cpu():
-    pinned = facts("""
-        import tensorflow as tf
-        import horovod.tensorflow.keras as hvd
-        hvd.init()
-        gpus = tf.config.list_physical_devices("GPU")
-        if gpus:
-            tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")
-        model.fit(ds)
-    """)
-    assert values(pinned, "uses_gpu") == [{"via": "tensorflow.config.set_visible_devices", "probe": False}]
-    tf1 = facts("""
-        import tensorflow as tf
-        config = tf.ConfigProto()
-        config.gpu_options.visible_device_list = str(hvd.local_rank())
-        model.fit(ds)
-    """)
-    assert values(tf1, "uses_gpu") == [{"via": "gpu_options.visible_device_list"}]
+    # gpus[local_rank] of an empty list fails on a machine without GPUs: the script requires one
+    assert values(facts(PINNED), "uses_gpu") == [{"via": "tensorflow.config.set_visible_devices", "probe": False}]
     hidden = facts("""
         import tensorflow as tf
         tf.config.set_visible_devices([], "GPU")
@@ -135,6 +130,21 @@ def test_a_gpu_pinned_per_process_is_gpu_use_and_hiding_them_is_cpu():
         model.fit(ds)
     """)
     assert values(hidden, "uses_gpu") == [] and values(hidden, "cpu_only")
+
+
+def test_a_pin_that_runs_only_where_gpus_were_found_and_a_session_option_are_probes():
+    guarded = PINNED.replace('tf.config.set_visible_devices(', 'if gpus:\n    tf.config.set_visible_devices(')
+    assert values(facts(guarded), "uses_gpu") == [{"via": "tensorflow.config.set_visible_devices", "probe": True}]
+    listed = PINNED.replace('tf.config.set_visible_devices(', 'if len(tf.config.list_physical_devices("GPU")) > 0:\n'
+                                                               '    tf.config.set_visible_devices(')
+    assert values(facts(listed), "uses_gpu") == [{"via": "tensorflow.config.set_visible_devices", "probe": True}]
+    tf1 = facts("""
+        import tensorflow as tf
+        config = tf.ConfigProto()
+        config.gpu_options.visible_device_list = str(hvd.local_rank())
+        model.fit(ds)
+    """)
+    assert values(tf1, "uses_gpu") == [{"via": "gpu_options.visible_device_list", "probe": True}]
 
 
 def test_a_gpu_listing_alone_is_a_probe():
@@ -297,3 +307,11 @@ def test_the_same_job_never_loading_its_checkpoint_is_spot002(tmp_path):
     found = cli_findings(repo, SPOT)
     assert rows(found, AT) == [("SPOT002", "src/train.py", 58)]
     assert "keras.ModelCheckpoint" in found[0]["message"]
+
+
+def test_a_keras_benchmark_is_judged_as_a_pytorch_one():
+    named = codes({"keras_synthetic_benchmark.py": KERAS_FP32, "infra/main.tf": G5}, "AMP001", fields=SEVERITY_AT)
+    assert named == [("AMP001", "info", "keras_synthetic_benchmark.py", 4)]
+    random_inputs = KERAS_FP32.replace("model.fit(train_ds", "images = tf.random.uniform([64, 300, 300, 3])\nmodel.fit(images")
+    out = facts(random_inputs)
+    assert [v["via"] for v in values(out, "benchmark")] == ["synthetic inputs (tensorflow.random.uniform)"]

@@ -44,6 +44,9 @@ def training_steps(f: Facts) -> None:
     _training_loop(f)
     _trainer_calls(f, local_trainers)
     _platform_loops(f)
+    keras_step = keras.training_call(f)
+    if keras_step is not None and not any(x.kind == "benchmark" for x in f.out):
+        benchmarked_step(f, keras_step)  # a Keras/TensorFlow step named or written as a benchmark, as a PyTorch one
     trains = next((x for x in f.out if x.kind == "trains"), None)
     # the budget or docstring of a demo lives in the script that runs, also where its training step is a library's
     # (``for _ in range(NUM_STEPS): engine.train_step()``, the backward inside the installed package)

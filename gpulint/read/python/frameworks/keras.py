@@ -86,26 +86,46 @@ def gpu_use(f: Facts) -> None:
                 # ``set_visible_devices([], "GPU")``: the process hides every GPU from TensorFlow and runs on the CPU
                 f.add("cpu_only", {"via": f"{q}([], 'GPU')"}, c.node, q)
             else:
-                f.add("uses_gpu", {"via": q, "probe": "gpu" in c.guards}, c.node, q)
+                f.add("uses_gpu", {"via": q, "probe": "gpu" in c.guards or _in_gpu_check(f, c)}, c.node, q)
             return
         if q == "tensorflow.device" and "GPU" in str(f.val(c, "device_name", 0)).upper():
             f.add("uses_gpu", {"via": "tensorflow.device", "probe": "gpu" in c.guards}, c.node, q)
             return
     for a in ix.assigns:
         if a.target.endswith("gpu_options.visible_device_list"):
-            f.add("uses_gpu", {"via": "gpu_options.visible_device_list"}, a.node, "visible_device_list")
+            # a TF 1.x session option: it picks among the GPUs there are, and a machine without one runs on the CPU
+            f.add("uses_gpu", {"via": "gpu_options.visible_device_list", "probe": True}, a.node, "visible_device_list")
             return
     probe = next((c for c in ix.calls if c.qualname in _GPU_PROBES), None)
     if probe is not None:
         f.add("uses_gpu", {"via": probe.qualname, "probe": True}, probe.node, probe.qualname)
         return
-    trained = _training_call(f)
+    trained = training_call(f)
     if trained is not None:
         via = "tensorflow" if trained.attr == "apply_gradients" else "keras"
         f.add("uses_gpu", {"via": via, "auto": True}, trained.node, trained.attr)
 
 
-def _training_call(f: Facts) -> Call | None:
+def _in_gpu_check(f: Facts, c: Call) -> bool:
+    """Does `c` run only where TensorFlow found GPUs: ``if gpus:`` of ``gpus = tf.config.list_physical_devices("GPU")``
+    (or the listing itself in the test)? Without GPUs the script skips it and runs on the CPU."""
+    for test, side in c.conditions:
+        for node in ast.walk(test):
+            if node.__class__ is ast.Name:
+                lists = any(_lists_gpus(f, b.value) for b in f.ix.bindings(node.id, c.scope) or [])
+            else:
+                lists = _lists_gpus(f, node)
+            if lists:
+                return side
+    return False
+
+
+def _lists_gpus(f: Facts, node: ast.AST) -> bool:
+    call = f.ix.call_at(node) if node.__class__ is ast.Call else None
+    return call is not None and call.qualname in _GPU_PROBES
+
+
+def training_call(f: Facts) -> Call | None:
     """The call of the file's first Keras or TensorFlow ``trains`` fact (training.py emitted them before): its
     first ``fit``, else the ``apply_gradients`` of its custom loop."""
     if not any(x.kind == "trains" and x.value.get("via") in ("keras", "tensorflow") for x in f.out):
