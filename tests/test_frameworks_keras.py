@@ -40,8 +40,8 @@ model.{call}
 def test_keras_training_methods_are_training(call):
     out = facts(FIT.format(call=call))
     assert values(out, "trains") == [{"via": "keras"}]
-    # a Keras trainer takes the GPU when TensorFlow sees one, and trains on the CPU otherwise
-    assert values(out, "uses_gpu") == [{"via": "keras", "auto": True}]
+    # a Keras trainer takes the GPU when TensorFlow sees one, but code that names no device is no evidence of one
+    assert values(out, "uses_gpu") == []
 
 
 def test_a_model_built_by_a_function_of_the_file_and_a_horovod_loaded_model_train():
@@ -83,7 +83,7 @@ def test_fit_in_a_file_without_tensorflow_is_not_keras():
     assert values(out, "trains") == []
 
 
-def test_gradient_tape_loop_trains_and_takes_the_gpu():
+def test_gradient_tape_loop_trains():
     out = facts("""
         import tensorflow as tf
         model = tf.keras.applications.ResNet50(weights=None)
@@ -95,7 +95,6 @@ def test_gradient_tape_loop_trains_and_takes_the_gpu():
             opt.apply_gradients(zip(grads, model.trainable_variables))
     """)
     assert values(out, "trains") == [{"via": "tensorflow"}]
-    assert values(out, "uses_gpu") == [{"via": "tensorflow", "auto": True}]
 
 
 def test_gradients_without_an_optimizer_step_are_not_training():
@@ -145,6 +144,21 @@ def test_a_pin_that_runs_only_where_gpus_were_found_and_a_session_option_are_pro
         model.fit(ds)
     """)
     assert values(tf1, "uses_gpu") == [{"via": "gpu_options.visible_device_list", "probe": True}]
+
+
+def test_a_printed_gpu_listing_is_no_gpu_use_and_an_asserted_one_requires_a_gpu():
+    printed = facts("""
+        import tensorflow as tf
+        print("GPU is", "available" if tf.config.list_physical_devices("GPU") else "NOT AVAILABLE")
+        model.fit(ds)
+    """)
+    assert values(printed, "uses_gpu") == []
+    asserted = facts("""
+        import tensorflow as tf
+        assert tf.config.list_physical_devices("GPU"), "this job needs a GPU"
+        model.fit(ds)
+    """)
+    assert values(asserted, "uses_gpu") == [{"via": "tensorflow.config.list_physical_devices (asserted)"}]
 
 
 def test_a_gpu_listing_alone_is_a_probe():
@@ -200,6 +214,7 @@ model.fit(train_ds, epochs=40)
 def test_amp001_fires_on_keras_in_fp32_and_not_with_a_policy_object():
     found = codes({"train.py": KERAS_FP32, "infra/main.tf": G5}, "AMP001", fields=SEVERITY_AT)
     assert found == [("AMP001", "warning", "train.py", 4)]
+    assert codes({"train.py": KERAS_FP32}, "AMP001") == []  # nothing says GPU: it may well train on a laptop
     policy = ('from tensorflow.keras import mixed_precision\n'
               'mixed_precision.set_global_policy(mixed_precision.Policy("mixed_bfloat16"))\n')
     assert codes({"train.py": policy + KERAS_FP32, "infra/main.tf": G5}, "AMP001") == []

@@ -17,7 +17,7 @@ import ast
 import posixpath
 from typing import Any
 
-from gpulint.read.python.common import Facts, norm, owner, read_again
+from gpulint.read.python.common import Facts, norm, owner, printed_and_asserted, read_again
 from gpulint.read.python.index import UNKNOWN, Call, PyIndex
 
 #: modules whose import makes a file a TensorFlow / Keras one
@@ -72,9 +72,9 @@ _GPU_PINS = {"tensorflow.config.set_visible_devices", "tensorflow.config.experim
 
 
 def gpu_use(f: Facts) -> None:
-    """Where TensorFlow code runs: pinned to a GPU (``set_visible_devices(gpus[rank], "GPU")``,
-    ``config.gpu_options.visible_device_list = ...``, ``tf.device("/gpu:0")``), only asking for GPUs (a probe),
-    or a Keras/TensorFlow training that takes the GPU when there is one ("auto", as the HF Trainer does)."""
+    """Where TensorFlow code runs: pinned to a GPU (``set_visible_devices(gpus[rank], "GPU")``, ``tf.device("/gpu:0")``),
+    only asking for GPUs or picking among those there are (a probe: ``list_physical_devices("GPU")``, a pin inside
+    ``if gpus:``, ``config.gpu_options.visible_device_list``), or hiding them (``set_visible_devices([], "GPU")``)."""
     ix = f.ix
     if not keras_file(ix):
         return
@@ -96,14 +96,18 @@ def gpu_use(f: Facts) -> None:
             # a TF 1.x session option: it picks among the GPUs there are, and a machine without one runs on the CPU
             f.add("uses_gpu", {"via": "gpu_options.visible_device_list", "probe": True}, a.node, "visible_device_list")
             return
-    probe = next((c for c in ix.calls if c.qualname in _GPU_PROBES), None)
-    if probe is not None:
+    queries = [c for c in ix.calls if c.qualname in _GPU_PROBES]
+    said, asserted = printed_and_asserted(f.src.syntax) if queries else (set(), set())
+    # ``print("GPU is", "available" if tf.config.list_physical_devices("GPU") else "NOT AVAILABLE")``: a notebook
+    # reporting what it has; ``assert tf.config.list_physical_devices("GPU")``: the script refuses to run without one
+    probe = next((c for c in queries if id(c.node) not in said), None)
+    if probe is not None and id(probe.node) in asserted:
+        f.add("uses_gpu", {"via": f"{probe.qualname} (asserted)"}, probe.node, probe.qualname)
+    elif probe is not None:
         f.add("uses_gpu", {"via": probe.qualname, "probe": True}, probe.node, probe.qualname)
-        return
-    trained = training_call(f)
-    if trained is not None:
-        via = "tensorflow" if trained.attr == "apply_gradients" else "keras"
-        f.add("uses_gpu", {"via": via, "auto": True}, trained.node, trained.attr)
+    # Keras takes a GPU when TensorFlow sees one, but code that says nothing of a device is no evidence of one (a
+    # course notebook's fit runs on a laptop as well): as for PyTorch code without .cuda(), the compute or the
+    # launcher has to say GPU
 
 
 def _in_gpu_check(f: Facts, c: Call) -> bool:
