@@ -13,6 +13,7 @@ from conftest import FIXTURES
 from gpulint.read.parsers import parse_python
 from gpulint.read.python.facts import python_facts
 from helpers import AT, SEVERITY_AT, cli_findings, codes, rows
+from helpers import findings as findings_of
 
 G5 = 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.12xlarge"\n}\n'
 
@@ -330,3 +331,53 @@ def test_a_keras_benchmark_is_judged_as_a_pytorch_one():
     random_inputs = KERAS_FP32.replace("model.fit(train_ds", "images = tf.random.uniform([64, 300, 300, 3])\nmodel.fit(images")
     out = facts(random_inputs)
     assert [v["via"] for v in values(out, "benchmark")] == ["synthetic inputs (tensorflow.random.uniform)"]
+
+
+# -- IO: tf.data maps that decode media ---------------------------------------------------------------------------
+
+PIPELINE = """\
+import tensorflow as tf
+
+
+def decode(record):
+    parsed = tf.io.parse_single_example(record, FEATURES)
+    image = tf.image.resize(tf.io.decode_jpeg(parsed["image"], channels=3), (224, 224))
+    return image, parsed["label"]
+
+
+train_ds = tf.data.TFRecordDataset(tf.io.gfile.glob("gs://acme-data/train-*.tfrecord"))
+train_ds = train_ds.map(decode{parallel}).batch(256).prefetch(8)
+model = tf.keras.applications.ResNet50(weights=None)
+model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+model.fit(train_ds, epochs=90)
+"""
+
+
+@pytest.mark.parametrize("parallel, workers", [("", 0), (", num_parallel_calls=tf.data.AUTOTUNE", None),
+                                               (", num_parallel_calls=16", 16)])
+def test_a_decoding_map_is_a_loader_with_its_parallelism(parallel, workers):
+    (loader,) = [f for f in facts(PIPELINE.format(parallel=parallel)) if f.kind == "dataloader"]
+    assert loader.value["via"] == "tf.data" and loader.value["num_workers"] == workers
+    assert loader.loc.line == 11
+
+
+def test_io001_fires_on_a_sequential_decoding_map_and_not_on_an_autotuned_one():
+    found = codes({"train.py": PIPELINE.format(parallel=""), "infra/main.tf": G5}, "IO", fields=AT)
+    assert found == [("IO001", "train.py", 11)]
+    (f,) = findings_of({"train.py": PIPELINE.format(parallel=""), "infra/main.tf": G5}, "IO001")
+    assert "num_parallel_calls is not set" in f.message and f.fix is None  # AUTOTUNE is an expression: no literal fix
+    tuned = PIPELINE.format(parallel=", num_parallel_calls=tf.data.AUTOTUNE")
+    assert codes({"train.py": tuned, "infra/main.tf": G5}, "IO") == []
+
+
+def test_a_map_that_decodes_nothing_and_an_evaluation_map_are_not_judged():
+    cheap = PIPELINE.format(parallel="").replace('tf.io.decode_jpeg(parsed["image"], channels=3)', 'parsed["pixels"]')
+    assert [f for f in facts(cheap) if f.kind == "dataloader"] == []
+    val = PIPELINE.format(parallel="").replace("train_ds", "val_ds")
+    assert codes({"train.py": val, "infra/main.tf": G5}, "IO") == []
+
+
+def test_the_sagemaker_fixture_without_parallel_decoding_is_io001(tmp_path):
+    repo = _copy(tmp_path, ("ds = ds.map(decode_example, num_parallel_calls=tf.data.AUTOTUNE)", "ds = ds.map(decode_example)"))
+    found = cli_findings(repo, "IO")
+    assert rows(found, AT) == [("IO001", "src/train.py", 27)]

@@ -7,18 +7,21 @@ precision.py (``precision``, ``grad_scaler``), distributed.py (``ddp``) and chec
 ``checkpoint.resume``). A method named ``fit`` is Keras training only in a file that imports TensorFlow or
 Keras and on an object that is not another library's (scikit-learn's ``fit`` trains no GPU model).
 
-The input pipeline (tf.data ``map(num_parallel_calls=...)``, ``prefetch``, a PyDataset's ``workers=``) is not
-read: the IO rules judge a torch DataLoader's worker processes and pinning, which tf.data does not have, so a
-``dataloader`` fact of it would be judged by the wrong measure. Nothing is said rather than something wrong.
+The input pipeline is read where the IO rules' measure fits it: a tf.data ``map`` whose function decodes images or
+audio (``tf.io.decode_jpeg``) runs one element at a time unless ``num_parallel_calls`` is given, as a DataLoader
+without workers does (loaders.py). ``AUTOTUNE`` or a count is parallel; a map that decodes nothing is not judged;
+a PyDataset's ``workers=`` is not read.
 """
 from __future__ import annotations
 
 import ast
 import posixpath
-from typing import Any
+import re
+from typing import Any, Callable
 
 from gpulint.read.python.common import Facts, norm, owner, printed_and_asserted, read_again
-from gpulint.read.python.index import UNKNOWN, Call, PyIndex
+from gpulint.read.python.index import UNKNOWN, Call, PyIndex, dotted
+from gpulint.read.python.names import MEDIA_DECODERS
 
 #: modules whose import makes a file a TensorFlow / Keras one
 MODULES = ("tensorflow", "keras", "tf_keras")
@@ -277,3 +280,49 @@ def distributed(f: Facts) -> None:
     for c in ix.calls_to(*HOROVOD_INIT):
         f.add("ddp", {"via": "horovod"}, c.node, c.qualname)
         break
+
+
+# -- input pipelines --------------------------------------------------------------------------------------------
+
+#: receivers of a tf.data ``map``: a Dataset (or a TFDS load, which returns one), or a chain gpulint does not resolve
+_DATASETS = ("tensorflow.data.", "tensorflow_datasets.")
+
+
+def pipelines(f: Facts, purpose: Callable[[list[str]], str]) -> None:
+    """A tf.data ``map`` whose function decodes media: the ``dataloader`` fact of that stage, its parallelism in
+    ``num_workers`` (0 without ``num_parallel_calls``, None for ``AUTOTUNE`` or a value read at run time).
+    ``purpose`` is loaders.py's reading of the names a loader is known by ("eval" for ``val_ds``), given the
+    names of the pipeline: the one it is bound to, the names its source is built from, its function."""
+    ix = f.ix
+    if not ix.imports_any("tensorflow"):
+        return
+    for c in ix.method_calls("map"):
+        q = c.qualname or ""
+        fn = c.kwarg("map_func") or c.positional(0)
+        if (q and not q.startswith(_DATASETS)) or fn is None or not _decodes(f, fn):
+            continue
+        given = c.kwarg("num_parallel_calls") or c.positional(1)
+        workers = 0 if given is None else norm(f.ev.value(given, c.scope))
+        f.add("dataloader", {"num_workers": workers, "pin_memory": None, "num_workers_set": given is not None,
+                             "pin_memory_set": True, "via": "tf.data"}, c.node, "map",
+              purpose=purpose(_pipeline_names(ix, c)), guards=list(c.guards))
+
+
+def _pipeline_names(ix: PyIndex, c: Call) -> list[str]:
+    """``val_ds`` of ``val_ds = tf.data.TFRecordDataset(val_files).map(decode).batch(64)``, and the words of the
+    receiver (``val_files``) and of the enclosing function."""
+    bound = next((a.target for a in ix.assigns if a.scope == c.scope and any(n is c.node for n in ast.walk(a.value))), "")
+    return [bound.rsplit(".", 1)[-1], c.scope, *re.findall(r"\w+", c.receiver)]
+
+
+def _decodes(f: Facts, fn: ast.expr) -> bool:
+    """Does a map function decode media with TensorFlow's ops: a lambda holding the call, or a function of the file
+    calling one (directly or through another function of the file)?"""
+    decoders = tuple(d for d in MEDIA_DECODERS if d.startswith("tensorflow."))
+    if fn.__class__ is ast.Lambda:
+        return any(n.__class__ is ast.Call and (f.ix.call_at(n) and f.ix.call_at(n).qualname or "") in decoders
+                   for n in ast.walk(fn))
+    name = (dotted(fn) or "").rsplit(".", 1)[-1]
+    scopes = {name}
+    scopes |= {c.attr for c in f.ix.calls if c.scope == name and c.receiver in ("", "self")}
+    return any(c.scope in scopes and (c.qualname or "") in decoders for c in f.ix.calls)
