@@ -2,9 +2,9 @@
 and where it runs.
 
 Called by the subject passes, each in its place: training.py (``trains`` of a Keras ``fit`` / ``fit_generator`` /
-``train_on_batch`` in the trainer-call chain, ``train_step`` of the file's custom loop), devices.py (``uses_gpu``),
-precision.py (``precision``, ``grad_scaler``), distributed.py (``ddp``) and checkpoints.py (``checkpoint.save`` /
-``checkpoint.resume``). A method named ``fit`` is Keras training only in a file that imports TensorFlow or
+``train_on_batch`` in the trainer-call chain, a GradientTape loop, a benchmark's step), devices.py (``uses_gpu``,
+``cpu_only``), precision.py (``precision``, ``grad_scaler``), loaders.py (``dataloader``), distributed.py (``ddp``)
+and checkpoints.py (``checkpoint.save`` / ``checkpoint.resume``). A method named ``fit`` is Keras training only in a file that imports TensorFlow or
 Keras and on an object that is not another library's (scikit-learn's ``fit`` trains no GPU model).
 
 The input pipeline is read where the IO rules' measure fits it: a tf.data ``map`` whose function decodes images or
