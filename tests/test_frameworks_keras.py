@@ -192,6 +192,8 @@ def test_keras_policies_turn_mixed_precision_on(setup, dtype):
 def test_a_float32_policy_is_off_and_a_policy_chosen_at_run_time_undecided():
     off = facts('import keras\nkeras.mixed_precision.set_global_policy("float32")\nmodel.fit(ds)\n')
     assert values(off, "precision") == [{"mechanism": "keras", "dtype": "fp32", "enabled": False}]
+    pure = facts('import keras\nkeras.mixed_precision.set_global_policy("bfloat16")\nmodel.fit(ds)\n')
+    assert values(pure, "precision") == [{"mechanism": "keras", "dtype": "bf16", "enabled": True}]  # all-bf16, no fp32 master
     chosen = facts('import keras\nkeras.mixed_precision.set_global_policy(make_policy())\nmodel.fit(ds)\n')
     assert values(chosen, "precision") == [{"mechanism": "keras", "dtype": None, "enabled": None}]
 
@@ -285,6 +287,7 @@ def test_saves_of_objects_that_are_not_models_are_not_checkpoints():
         model.compile(optimizer="adam", loss="mse")
         Image.open("sample.png").save("/tmp/preview.png")
         fig.save("loss.png")
+        tf.keras.utils.array_to_img(images[0]).save("/tmp/first.png")
         model.fit(ds)
     """)
     assert values(out, "checkpoint.save") == []

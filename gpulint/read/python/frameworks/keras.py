@@ -159,14 +159,24 @@ def precision(f: Facts) -> None:
     fp16 graph rewrite, and loss scaling (``LossScaleOptimizer``, a ``grad_scaler``)."""
     ix = f.ix
     for c in ix.calls_to(*POLICY_SETTERS):
-        pol = _policy_name(f, c)
-        enabled = None if pol is UNKNOWN else ("mixed" in str(pol))
-        dtype = None if pol is UNKNOWN else ("bf16" if "bfloat16" in str(pol) else "fp16" if "float16" in str(pol) else "fp32")
+        dtype = _policy_dtype(_policy_name(f, c))
+        enabled = None if dtype is None else dtype != "fp32"
         f.add("precision", {"mechanism": "keras", "dtype": dtype, "enabled": enabled}, c.node, c.qualname)
     for c in ix.calls_to(*GRAPH_REWRITE):
         f.add("precision", {"mechanism": "keras", "dtype": "fp16", "enabled": True}, c.node, c.qualname)
     for c in ix.calls_to(*LOSS_SCALERS):
         f.add("grad_scaler", {"enabled": True}, c.node, c.qualname)
+
+
+def _policy_dtype(name: Any) -> str | None:
+    """The compute dtype of a policy name: ``mixed_bfloat16`` / ``bfloat16`` bf16, ``mixed_float16`` / ``float16`` fp16,
+    ``float32`` / ``float64`` fp32; None for a name not read (a variable, a name Keras would refuse)."""
+    text = str(name).lower() if isinstance(name, str) else ""
+    if "bfloat16" in text:
+        return "bf16"
+    if "float16" in text:
+        return "fp16"
+    return "fp32" if text in ("float32", "float64") else None
 
 
 def _policy_name(f: Facts, c: Call) -> Any:
@@ -248,7 +258,9 @@ def _a_model(ix: PyIndex, c: Call, trained: set[str]) -> bool:
     (``image.save(path)`` of PIL, a DataFrame's, a local helper's are not)?"""
     q = c.qualname or ""
     if q:
-        return q.startswith(_KERAS_OBJECTS) and q.partition("(")[0] not in TF_CHECKPOINTS
+        head = q.partition("(")[0]
+        # ``keras.utils.array_to_img(x).save(path)`` saves a PIL image
+        return q.startswith(_KERAS_OBJECTS) and head not in TF_CHECKPOINTS and "img" not in head.rsplit(".", 1)[-1]
     return c.receiver in trained
 
 
