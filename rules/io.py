@@ -66,7 +66,9 @@ class DataloaderSingleProcess(Rule):
         buffers or tensors). A warning where the compute, a launcher or the code (``.cuda()``, a ``"cuda"``
         device) puts it on a GPU (for a notebook: a compute target or job that runs it); info where only
         a framework or a ``torch.cuda.is_available()`` check says GPU, or the model is 1B+ parameters
-        (a step that likely dwarfs the decoding).
+        (a step that likely dwarfs the decoding). A tf.data ``map`` whose function decodes images or
+        audio (``tf.io.decode_jpeg``) without ``num_parallel_calls`` is the same single-threaded stage
+        and is judged the same way; ``num_parallel_calls=tf.data.AUTOTUNE`` (or a count) is parallel.
     Why it costs money:
         With ``num_workers=0`` the GPU waits while the same Python process reads, decodes and
         augments each batch: a starved GPU is billed at full price.
@@ -76,11 +78,13 @@ class DataloaderSingleProcess(Rule):
             DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
 
         (HF Trainer: ``dataloader_num_workers=8``). Start near the number of CPU cores per GPU.
+        tf.data: ``ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)``.
     Cost model:
         No hourly figure: how long the GPU waits depends on the data and the model; profile a few
         steps (GPU utilisation below ~80% with a busy main process is the sign).
     Sources:
-        PyTorch data loading docs (docs.pytorch.org/docs/stable/data.html, "Single- and Multi-process Data Loading").
+        PyTorch data loading docs (docs.pytorch.org/docs/stable/data.html, "Single- and Multi-process Data Loading");
+        TensorFlow "Better performance with the tf.data API" guide (parallelizing data transformation).
     """
 
     code = "IO001"
@@ -170,6 +174,17 @@ for x in loader:
 """,
             title="no per-sample decoding or augmentation on the host: whether workers help is a guess",
         ),
+        Example({"train.py": """\
+import tensorflow as tf
+def decode(path):
+    return tf.image.resize(tf.io.decode_jpeg(tf.io.read_file(path), channels=3), (224, 224))
+ds = tf.data.Dataset.list_files("/data/train/*.jpg").map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+model = tf.keras.applications.ResNet50(weights=None)
+model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+model.fit(ds.batch(128).prefetch(tf.data.AUTOTUNE), epochs=90)
+""", "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.2xlarge"\n}\n'},
+            title="a tf.data map that decodes in parallel (AUTOTUNE)",
+        ),
     ]
     INVALID = [
         Example(
@@ -205,6 +220,18 @@ for x in loader:
             expect=[Expect("train.py", 8, "num_workers=0")],
             title="argparse default 0 and no launcher passes --workers",
         ),
+        Example({"train.py": """\
+import tensorflow as tf
+def decode(path):
+    return tf.image.resize(tf.io.decode_jpeg(tf.io.read_file(path), channels=3), (224, 224))
+ds = tf.data.Dataset.list_files("/data/train/*.jpg").map(decode)
+model = tf.keras.applications.ResNet50(weights=None)
+model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+model.fit(ds.batch(128).prefetch(tf.data.AUTOTUNE), epochs=90)
+""", "infra/main.tf": 'resource "aws_instance" "t" {\n  ami = "ami-1"\n  instance_type = "g5.2xlarge"\n}\n'},
+            expect=[Expect("train.py", 4, "num_parallel_calls is not set")],
+            title="a tf.data map that decodes JPEGs one at a time",
+        ),
     ]
 
     def check_workload(self, wl: Workload, ctx):
@@ -217,6 +244,10 @@ for x in loader:
             nw = v.get("num_workers")
             if nw == 0 and not isinstance(nw, bool):
                 how = "num_workers=0" if f.value.get("num_workers_set") else "num_workers is not set (default 0)"
+                what = "DataLoader feeding GPU training loads batches in the training process"
+                if f.value.get("via") == "tf.data":
+                    how = "num_parallel_calls=0" if f.value.get("num_workers_set") else "num_parallel_calls is not set"
+                    what = "tf.data map feeding GPU training decodes one element at a time"
                 # the GPU starves when each sample is decoded or augmented on the host; without such work in
                 # the workload's code the loss is a guess, and on real repositories mostly wrong: no finding
                 media = wl.code_facts("decodes_media")
@@ -226,7 +257,7 @@ for x in loader:
                 # a step of a billion-parameter model takes seconds: decoding a few samples on the host is a small share
                 large = wl.resolution.model if _large_model(wl) else None
                 yield self.finding(
-                    f.loc, f"DataLoader feeding GPU training loads batches in the training process: {how}"
+                    f.loc, f"{what}: {how}"
                            f" while samples are decoded on the host ({media[0].value.get('via')} at {media[0].loc.path}:{media[0].loc.line})"
                            + (f" (a step of {large.name or 'the model'}, {large.params / 1e9:.0f}B parameters, likely dwarfs "
                               f"the decoding: profile first)" if large else ""),

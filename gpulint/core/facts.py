@@ -97,7 +97,8 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 
 # -- code -------------------------------------------------------------------------------------
 register("trains", "code", _obj(("via",), via=STR),
-         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, keras, deepspeed, "
+         "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, "
+         "keras (fit, fit_generator, train_on_batch of a Keras model), tensorflow (GradientTape gradients + apply_gradients), deepspeed, "
          "determined (a PyTorchTrial's train_batch stepping through its context) ...; "
          "attrs.function / attrs.cls: the function and class the training call sits in; attrs.reached_from: the functions and classes of "
          "its module that lead to it, where no module-level code does (a script importing the module trains only by calling one).")
@@ -112,7 +113,8 @@ register("invokes", "code", _obj(("module", "name"), module=STR, name=STR),
 register("uses_gpu", "code", _obj(("via",), via=STR, auto=BOOL, probe=BOOL, several=BOOL),
          "The code puts work on a GPU (.cuda(), a cuda device, a GPU trainer ...); auto: a framework that takes a GPU when there is "
          "one and runs on the CPU otherwise (HF Trainer, accelerate, Lightning's accelerator=\"auto\"); probe: the device is used "
-         "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\"); several: the call asks for "
+         "only where a CUDA check found one (\"cuda\" if torch.cuda.is_available() else \"cpu\"; TensorFlow's list_physical_devices(\"GPU\"), "
+         "a GPU pinned inside if gpus:, gpu_options.visible_device_list); several: the call asks for "
          "two or more GPUs (Lightning devices=4, gpus=8, devices=-1, a ddp/fsdp/deepspeed strategy).")
 register("custom_kernel", "code", _obj(("via",), via=STR),
          "The code compiles a CUDA extension of its own at run time (torch.utils.cpp_extension.load / load_inline): kernels "
@@ -134,10 +136,11 @@ register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_
          "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read); "
          "local: a with autocast(enabled=False) region inside a function, an fp32 island within the run's precision, "
          "not a setting of it.")
-register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16).")
+register("grad_scaler", "code", _obj(enabled=TRI), "A GradScaler (loss scaling for fp16): torch's, apex's, Keras's LossScaleOptimizer.")
 register("tf32", "code", _obj(enabled=TRI, via=STR, what=STR), "TF32 matmul/cuDNN switches.")
 register("dataloader", "code", _obj(num_workers=_or(OPT_INT, CLI, STR), pin_memory=TRI, num_workers_set=BOOL, pin_memory_set=BOOL, via=STR),
-         "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings; "
+         "A DataLoader (torch, HF Trainer's dataloader_* arguments, Lightning) and its worker and pinning settings, or via tf.data "
+         "a tf.data map whose function decodes media (num_workers: 0 without num_parallel_calls, null for AUTOTUNE); "
          "attrs.purpose: eval for a validation/test/prediction loader (by its name or the function building it), inspect for one only looked into (next(iter(loader)), a loop that breaks at its first batch), no_grad for one only read by loops without autograd and with no step (caching latents once), else train; "
          "attrs.pretokenized: batches of already tokenised rows (a transformers data collator, a datasets .map()/load_from_disk "
          "result); attrs.in_memory: a TensorDataset (true) or class:<Name>, a Dataset class of the repository to look up in "
@@ -149,11 +152,14 @@ register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
 register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
          "attrs.guards as for process_group, attrs.function: the enclosing function, attrs.ddp_fallback: it sits on the "
          "other side of an if from the file's own DistributedDataParallel/FSDP (the non-distributed fallback).")
-register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training across processes: DistributedDataParallel, FSDP, accelerate ...")
+register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training, a model replica per GPU: DistributedDataParallel, FSDP, Ray Train, "
+         "tf.distribute (MirroredStrategy, MultiWorkerMirroredStrategy), horovod (TensorFlow) ...")
 register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
-         "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp ...; dir when literal.")
+         "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp, "
+         "keras.ModelCheckpoint, keras.BackupAndRestore, tf.train.Checkpoint, keras.save (model.save/save_weights) ...; dir when literal.")
 register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
-         "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp.")
+         "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp, "
+         "keras.BackupAndRestore, tf.train.Checkpoint (restore/read), keras.load_weights, keras.load_model.")
 register("model.name", "code", _t("string"),
          "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
          "cli_arg (the name is that flag's argparse default: the launchers' value decides).")

@@ -727,8 +727,8 @@ DEFAULT_WORKERS = 4
 def num_workers(fact: Fact) -> Fix | None:
     """IO001: load batches in worker processes (``num_workers=4``). HF Trainer loaders are not IO001's
     (tokenised rows need no workers), so the key is always the DataLoader's."""
-    if not _py(fact):
-        return None
+    if not _py(fact) or fact.value.get("via") != "torch":
+        return None  # a tf.data map takes num_parallel_calls=tf.data.AUTOTUNE, an expression, not a literal keyword
     return Fix(f"Set num_workers={DEFAULT_WORKERS} (tune it to the CPU cores per GPU)", UNSAFE,
                (SetKeyword(fact.loc, "num_workers", DEFAULT_WORKERS, replace=(0,)),),
                "worker processes need a picklable dataset and collate function, seed their random generators "

@@ -21,7 +21,7 @@ from gpulint.read.python.names import DATALOADER, HF_ARGS, LIGHTNING_TRAINERS
 _BENCH_FILE = re.compile(r"(^|[_\-.])(bench|benchmark|benchmarks|benchmarking|throughput|speedtest|speed_test|measure|profile|profiling)([_\-.]|$)")
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "timeit.default_timer"})
 #: random tensors made from nothing (randn_like is a diffusion model's noise, not its input)
-_RANDOM_INPUTS = frozenset({"torch.randn", "torch.rand", "torch.randint"})
+_RANDOM_INPUTS = frozenset({"torch.randn", "torch.rand", "torch.randint", "tensorflow.random.uniform", "tensorflow.random.normal"})
 _DATA_SOURCES = ("torchvision.datasets.", "datasets.", "torchtext.", "tensorflow_datasets.", "webdataset.", "numpy.load",
                  "pandas.read_", "torch.load", "h5py.")
 _DATA_CALLS = frozenset({"load_dataset", "load_from_disk", "read_csv", "read_parquet", "open"})

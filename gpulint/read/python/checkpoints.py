@@ -2,8 +2,8 @@
 
 torch.save, distributed checkpoints, accelerate/DeepSpeed ``save_state`` / ``save_checkpoint``, HF
 ``save_pretrained`` / ``save_model`` and ``resume_from_checkpoint``, Lightning's ModelCheckpoint and its
-default checkpointing. (The HF Trainer's ``save_strategy`` is read with TrainingArguments in
-frameworks/hf.py.) A resume is only one when the state dict comes from a file, which ``_from_file`` follows.
+default checkpointing; Keras and TensorFlow checkpoints are read by frameworks/keras.py, after them. (The HF
+Trainer's ``save_strategy`` is read with TrainingArguments in frameworks/hf.py.) A resume is only one when the state dict comes from a file, which ``_from_file`` follows.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import ast
 import posixpath
 
 from gpulint.read.python.common import Facts, norm
+from gpulint.read.python.frameworks import keras
 from gpulint.read.python.index import dotted
 from gpulint.read.python.names import LIGHTNING_TRAINERS
 
@@ -57,6 +58,7 @@ def checkpoints(f: Facts) -> None:
             ec = f.val(c, "enable_checkpointing") if f.present(c, "enable_checkpointing") else True
             if ec is True:
                 f.add("checkpoint.save", {"via": "lightning", "dir": norm(f.val(c, "default_root_dir")), "default": True}, c.node, q)
+    keras.checkpoints(f)
 
 
 _LOADERS = {"torch.load", "safetensors.torch.load_file", "torch.distributed.checkpoint.load"}

@@ -275,3 +275,17 @@ def moves_to_device(fn: ast.AST) -> bool:
 #: names of dtypes, as ``torch.<name>`` or a variable of that name: ``.to(torch.bfloat16)`` moves nothing
 _DTYPE_WORDS = frozenset({"float16", "bfloat16", "float32", "float64", "half", "float", "double", "int8", "uint8", "int32",
                           "int64", "long", "bool", "float8_e4m3fn", "float8_e5m2"})
+
+
+def printed_and_asserted(tree: ast.AST | None) -> tuple[set[int], set[int]]:
+    """Ids of the nodes inside a ``print(...)``/logging call's arguments, and inside an ``assert``'s test: a
+    device query there reports or requires a GPU rather than uses one. (devices, frameworks/keras)"""
+    said: set[int] = set()
+    asserted: set[int] = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        if node.__class__ is ast.Assert:
+            asserted.update(id(n) for n in ast.walk(node.test))
+        elif node.__class__ is ast.Call and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("print", "info", "debug", "log"):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                said.update(id(n) for n in ast.walk(arg))
+    return said, asserted

@@ -13,9 +13,9 @@ import ast
 from typing import Any
 
 from gpulint.core.model import Fact
-from gpulint.read.python.common import Facts, autocast_device, read_again
-from gpulint.read.python.frameworks import lightning
-from gpulint.read.python.index import UNKNOWN, Call, dotted
+from gpulint.read.python.common import Facts, autocast_device, printed_and_asserted, read_again
+from gpulint.read.python.frameworks import keras, lightning
+from gpulint.read.python.index import UNKNOWN, Call
 from gpulint.read.python.names import (ACCELERATOR, AUTOCAST, DS_INIT, HF_TRAINERS, LIGHTNING_TRAINERS, framework_class,
                                        trainer_classes)
 
@@ -40,6 +40,7 @@ def devices(f: Facts) -> None:
     _cuda_queries(f)
     _gpu_frameworks(f, local_trainers)
     _lightning_devices(f, local_trainers)
+    keras.gpu_use(f)
     # an XLA device (TPU, Trainium and Inferentia through torch-neuronx) or Intel Gaudi's HPU: not a CUDA GPU
     other = _other_accelerator(f)
     if other is not None:
@@ -90,7 +91,7 @@ def _cuda_queries(f: Facts) -> None:
         if (q.startswith("torch.cuda.") and c.attr in ("is_available", "device_count", "set_device", "current_device")) or \
                 (q.startswith("torch.accelerator.") and c.attr in ("current_accelerator", "is_available", "device_count",
                                                                     "set_device_index", "current_device_index")):
-            said, asserted = said_asserted = said_asserted or _printed_and_asserted(f.src.syntax)
+            said, asserted = said_asserted = said_asserted or printed_and_asserted(f.src.syntax)
             if id(c.node) in said:
                 continue  # ``print(torch.cuda.is_available())``: a notebook reporting what it has, not using it
             if id(c.node) in asserted:
@@ -169,19 +170,6 @@ def _declared_cpu(f: Facts) -> None:
             res = f.val(c, "resources_per_node")
             if isinstance(res, dict) and res and not any("gpu" in str(k).lower() for k in res):
                 f.add("cpu_only", {"via": "kubeflow resources_per_node without a GPU", "declared": True}, c.node, "resources_per_node")
-
-
-def _printed_and_asserted(tree: ast.AST | None) -> tuple[set[int], set[int]]:
-    """Ids of the nodes inside a ``print(...)``/logging call's arguments, and inside an ``assert``'s test."""
-    said: set[int] = set()
-    asserted: set[int] = set()
-    for node in ast.walk(tree) if tree is not None else ():
-        if node.__class__ is ast.Assert:
-            asserted.update(id(n) for n in ast.walk(node.test))
-        elif node.__class__ is ast.Call and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("print", "info", "debug", "log"):
-            for arg in [*node.args, *(k.value for k in node.keywords)]:
-                said.update(id(n) for n in ast.walk(arg))
-    return said, asserted
 
 
 #: decorators and calls that declare the GPUs a task, actor, deployment or service is scheduled with

@@ -1,11 +1,13 @@
 """How the work is spread over GPUs: the ``process_group``, ``dataparallel``, ``ddp`` and ``sharding`` facts.
 
 torch.distributed process groups and their backend, DataParallel (and whether a DDP path sits on the other
-side of its ``if``), DDP, Ray Train, FSDP and its sharding stage: one subject, read from the torch calls.
+side of its ``if``), DDP, Ray Train, FSDP and its sharding stage: one subject, read from the torch calls; then TensorFlow's
+tf.distribute strategies and Horovod (frameworks/keras.py).
 """
 from __future__ import annotations
 
 from gpulint.read.python.common import Facts
+from gpulint.read.python.frameworks import keras
 from gpulint.read.python.index import UNKNOWN, Call, OneOf, dotted
 
 DATAPARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
@@ -58,6 +60,7 @@ def distributed(f: Facts) -> None:
         f.add("sharding", {"via": "fsdp", "stage": stage, "hybrid": "HYBRID" in (dotted(strategy) or "") if strategy is not None else False},
               c.node, c.qualname)
         f.add("ddp", {"via": "FSDP"}, c.node, c.qualname)
+    keras.distributed(f)  # tf.distribute strategies, Horovod for TensorFlow
 
 
 def _fallback_of(c: Call, others: list[Call]) -> bool:

@@ -1,4 +1,5 @@
-"""How the data reaches the model: the ``dataloader`` facts of torch DataLoaders.
+"""How the data reaches the model: the ``dataloader`` facts of torch DataLoaders (and of tf.data maps that decode
+media, read by frameworks/keras.py after them).
 
 Each DataLoader gets its workers and pinning (what the code sets, or torch's defaults), and what the rules
 need to judge them: what it is read for (training, evaluation, a peek at one batch, a gradient-free loop),
@@ -13,6 +14,7 @@ import ast
 import re
 
 from gpulint.read.python.common import Facts, moves_to_device, norm, owner, qualified
+from gpulint.read.python.frameworks import keras
 from gpulint.read.python.index import Call, PyIndex, dotted
 from gpulint.read.python.names import DATALOADER, MEDIA_DECODERS
 
@@ -29,6 +31,7 @@ def dataloaders(f: Facts) -> None:
               in_memory=_in_memory_dataset(f, c),
               pretokenized=_pretokenized(f, c), **({"gpu_collate": True} if _collates_on_gpu(f, c) else {}),
               **_reached(f.ix, c))
+    keras.pipelines(f, purpose_of_names)  # tf.data maps that decode media, judged by the same measure
 
 
 def _reached(ix: PyIndex, c: Call) -> dict:
@@ -137,6 +140,11 @@ def _loader_purpose(c: Call) -> str:
     else "train" (the default reading)."""
     dataset = c.kwarg("dataset") or c.positional(0)
     names = [c.assigned_to.rsplit(".", 1)[-1], c.scope, (dotted(dataset) or "").rsplit(".", 1)[-1] if dataset is not None else ""]
+    return purpose_of_names(names)
+
+
+def purpose_of_names(names: list[str]) -> str:
+    """"eval" when one of the names a loader is known by says validation/test/prediction, else "train"."""
     return "eval" if any(n and _EVAL_WORDS.search(n.lower()) for n in names) else "train"
 
 

@@ -32,7 +32,12 @@ MEGATRON_PRETRAIN = {"megatron.training.pretrain", "megatron.training.training.p
 #: per-sample decoding of media: the host work DataLoader workers exist for
 MEDIA_DECODERS = ("PIL.Image.open", "cv2.imread", "cv2.imdecode", "torchvision.io.read_image", "torchvision.io.decode_image",
                   "torchvision.io.decode_jpeg", "torchvision.io.read_video", "torchaudio.load", "librosa.load", "soundfile.read",
-                  "imageio.imread", "imageio.v3.imread", "skimage.io.imread", "decord.VideoReader", "av.open")
+                  "imageio.imread", "imageio.v3.imread", "skimage.io.imread", "decord.VideoReader", "av.open",
+                  # TensorFlow's decoders (in a tf.data map) and Keras's image loader (in a Sequence / PyDataset)
+                  "tensorflow.io.decode_jpeg", "tensorflow.io.decode_png", "tensorflow.io.decode_image",
+                  "tensorflow.io.decode_and_crop_jpeg", "tensorflow.image.decode_jpeg", "tensorflow.image.decode_png",
+                  "tensorflow.image.decode_image", "tensorflow.audio.decode_wav", "tensorflow.keras.utils.load_img",
+                  "keras.utils.load_img", "tensorflow.keras.preprocessing.image.load_img", "keras.preprocessing.image.load_img")
 
 
 #: imports that are never modules of the repository (the frameworks gpulint knows)

@@ -7,8 +7,8 @@ Lightning, FSDP's MixedPrecision, Keras policies, DeepSpeed configs, model casts
 ``.to(torch.bfloat16)``, ``from_pretrained(torch_dtype=...)``), notebook cells gpulint could not parse, and
 quantized loads. A fact inside ``if args.amp:`` is conditioned by ``Facts.add`` (common.py). The readers of
 one framework's own settings (TrainingArguments, a Lightning precision string, a DeepSpeed config dict,
-Megatron's defaults) are in frameworks/; the Keras policy and accelerate readers are a few lines each and
-stay here, next to the others.
+Megatron's defaults, Keras dtype policies and loss scaling) are in frameworks/; the accelerate reader is a few
+lines and stays here, next to the others.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, autocast_device, norm, qualified, read_again
-from gpulint.read.python.frameworks import deepspeed, hf, lightning, megatron
+from gpulint.read.python.frameworks import deepspeed, hf, keras, lightning, megatron
 from gpulint.read.python.index import DTYPE_STRINGS, UNKNOWN, Call, OneOf, PyIndex, dotted
 from gpulint.read.python.names import (ACCELERATOR, AUTOCAST, DS_INIT, HF_ARGS, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN,
                                        TRAINER_BUILDERS, framework_class)
@@ -32,9 +32,6 @@ QUANT_CONFIGS = {"transformers.BitsAndBytesConfig", "transformers.GPTQConfig", "
                  "transformers.HqqConfig", "transformers.TorchAoConfig", "transformers.FbgemmFp8Config"}
 FSDP_MP = {"torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.MixedPrecisionPolicy",
            "torch.distributed._composable.fsdp.MixedPrecisionPolicy", "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision"}
-KERAS_POLICY = {"tensorflow.keras.mixed_precision.set_global_policy", "keras.mixed_precision.set_global_policy",
-                "tensorflow.keras.mixed_precision.experimental.set_policy", "keras.mixed_precision.experimental.set_policy",
-                "tf_keras.mixed_precision.set_global_policy"}
 ZERO_INIT = {"deepspeed.zero.Init", "deepspeed.runtime.zero.partition_parameters.Init"}
 
 TF32_FLAGS = {"torch.backends.cuda.matmul.allow_tf32": "matmul", "torch.backends.cudnn.allow_tf32": "cudnn"}
@@ -89,7 +86,7 @@ def precision(f: Facts) -> None:
     _accelerate(f)
     _lightning(f)
     _fsdp(f)
-    _keras(f)
+    keras.precision(f)
     _deepspeed(f)
     _model_casts(f)
     _unread_cells(f)
@@ -222,17 +219,6 @@ def _fsdp(f: Facts) -> None:
         dt = f.val(c, "param_dtype")
         f.add("precision", {"mechanism": "fsdp", "dtype": norm(_dtype(dt)), "enabled": True if dt not in (UNKNOWN, "fp32") else norm(dt != "fp32" if dt is not UNKNOWN else UNKNOWN)},
               c.node, c.qualname)
-
-
-def _keras(f: Facts) -> None:
-    """A Keras mixed-precision policy (``set_global_policy("mixed_bfloat16")``). Four lines, so it stays here; a
-    frameworks/keras.py reader would be its home once there is more of Keras to read."""
-    ix = f.ix
-    for c in ix.calls_to(*KERAS_POLICY):
-        pol = f.val(c, "policy", 0)
-        enabled = None if pol is UNKNOWN else ("mixed" in str(pol))
-        dtype = None if pol is UNKNOWN else ("bf16" if "bfloat16" in str(pol) else "fp16" if "float16" in str(pol) else "fp32")
-        f.add("precision", {"mechanism": "keras", "dtype": dtype, "enabled": enabled}, c.node, c.qualname)
 
 
 def _deepspeed(f: Facts) -> None:

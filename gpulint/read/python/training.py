@@ -8,8 +8,9 @@ class it sits in (``owner``), so the linker can tell a script from library code.
 the ``benchmark`` facts of benchmark.py are read from here, once a training step is known, and the later
 passes (devices, precision, ...) are judged against what it found.
 
-The framework branches of the trainer-call chain (HF, Lightning, accelerate, Keras) stay in one ``elif``
+The framework branches of the trainer-call chain (HF, Lightning, Keras, accelerate) stay in one ``elif``
 chain over the calls, because the facts come out in call order; a per-framework reader would reorder them.
+Keras's branch asks frameworks/keras.py (``fits``), which also reads the custom GradientTape loop.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import ast
 from gpulint.core.model import Fact
 from gpulint.read.python.benchmark import benchmarked_step, demo
 from gpulint.read.python.common import Facts, classes_around, owner
+from gpulint.read.python.frameworks import keras
 from gpulint.read.python.index import Call, PyIndex, literal
 from gpulint.read.python.names import (ACCELERATOR, DS_INIT, HF_TRAINERS, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN, NOT_LOCAL,
                                        framework_class, trainer_classes)
@@ -42,6 +44,9 @@ def training_steps(f: Facts) -> None:
     _training_loop(f)
     _trainer_calls(f, local_trainers)
     _platform_loops(f)
+    keras_step = keras.training_call(f)
+    if keras_step is not None and not any(x.kind == "benchmark" for x in f.out):
+        benchmarked_step(f, keras_step)  # a Keras/TensorFlow step named or written as a benchmark, as a PyTorch one
     trains = next((x for x in f.out if x.kind == "trains"), None)
     # the budget or docstring of a demo lives in the script that runs, also where its training step is a library's
     # (``for _ in range(NUM_STEPS): engine.train_step()``, the backward inside the installed package)
@@ -75,6 +80,8 @@ def _trainer_calls(f: Facts, local_trainers: dict[str, str]) -> None:
             f.add("trains", {"via": "hf_trainer"}, c.node, q, **owner(ix, c))
         elif q.endswith("().fit") and framework_class(q[: -len("().fit")], local_trainers) in LIGHTNING_TRAINERS:
             f.add("trains", {"via": "lightning"}, c.node, q, **owner(ix, c))
+        elif keras.fits(f, c):
+            f.add("trains", {"via": "keras"}, c.node, c.attr, **owner(ix, c))
         elif q.endswith(("().train", "().fit")) and "." in q.partition("(")[0] and \
                 not q.partition("(")[0].startswith(NOT_LOCAL + _OTHER_FRAMEWORKS):
             # ``LLaVATrainer(...).train()`` of a class imported from a repository module: the linker decides
@@ -83,9 +90,6 @@ def _trainer_calls(f: Facts, local_trainers: dict[str, str]) -> None:
             f.add("trainer_call", {"module": module, "name": name, "method": c.attr}, c.node, q, **owner(ix, c))
         elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | FABRICS:
             f.add("trains", {"via": "fabric" if q[: -len("().backward")] in FABRICS else "accelerate"}, c.node, q, **owner(ix, c))
-        elif c.attr == "fit" and c.receiver and ix.imports_any("tensorflow", "keras", "tf_keras") and (
-                not q or q.startswith(("transformers.TF", "tensorflow.", "keras.", "tf_keras."))):
-            f.add("trains", {"via": "keras"}, c.node, "fit", **owner(ix, c))
 
 
 def _platform_loops(f: Facts) -> None:
@@ -99,11 +103,7 @@ def _platform_loops(f: Facts) -> None:
             step = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "train_batch"), None)
             if step is not None:
                 f.add("trains", {"via": "determined"}, step, f"{name}.train_batch", function="train_batch", cls=name)
-    # a custom TensorFlow loop: GradientTape gradients applied by an optimizer
-    tape = [c for c in ix.method_calls("gradient") if ix.imports_any("tensorflow")]
-    applied = [c for c in ix.method_calls("apply_gradients")]
-    if tape and applied:
-        f.add("trains", {"via": "tensorflow"}, applied[0].node, "apply_gradients", **owner(ix, applied[0]))
+    keras.custom_loop(f)  # a custom TensorFlow loop: GradientTape gradients applied by an optimizer
     for c in ix.calls_to(*MEGATRON_PRETRAIN):
         f.add("trains", {"via": "megatron"}, c.node, c.qualname, **owner(ix, c))
         f.add("uses_gpu", {"via": "megatron"}, c.node, c.qualname)  # NCCL process groups: no CPU path
@@ -152,7 +152,7 @@ def script(f: Facts) -> None:
 
 
 #: module-level calls that make a file do work when run: a training step or loop, a trainer, a launcher
-_SCRIPT_CALLS = frozenset({"train", "fit", "backward", "step", "apply_gradients", "gradient", "run", "launch", "main",
+_SCRIPT_CALLS = frozenset({"train", "fit", "fit_generator", "train_on_batch", "backward", "step", "apply_gradients", "gradient", "run", "launch", "main",
                            "train_model", "spawn", "start"})
 
 

@@ -7,14 +7,18 @@ order the facts come out; a module here turns one framework's arguments into a f
   one call) and ``HfArgumentParser`` / ``TrlParser``;
 - ``lightning``: a Lightning Trainer's ``precision=`` string, its device count, its step budget;
 - ``deepspeed``: a DeepSpeed config dict (given inline, or in TrainingArguments);
-- ``megatron``: Megatron's ``--bf16`` / ``--fp16`` defaults.
+- ``megatron``: Megatron's ``--bf16`` / ``--fp16`` defaults;
+- ``keras``: TensorFlow / Keras: ``fit`` / ``fit_generator`` / ``train_on_batch`` and GradientTape loops (training),
+  GPU pinning and a Keras trainer's GPU use (devices), dtype policies and loss scaling (precision), tf.distribute
+  strategies and Horovod (distributed), ModelCheckpoint / BackupAndRestore / tf.train.Checkpoint / model saves and
+  loads (checkpoints). Its input pipelines (tf.data) are not read: the IO rules' measure is a torch DataLoader's.
 
 Framework branches that still sit inside a subject pass, because they are one ``elif`` of a chain over the
 file's calls (moving them would reorder the facts) or only a few lines: HF Trainer / Lightning / accelerate /
-Fabric / Keras ``fit`` detection (training._trainer_calls), the Determined, TensorFlow GradientTape, Megatron
+Fabric detection (training._trainer_calls, whose Keras branch asks ``keras.fits``), the Determined, Megatron
 and DeepSpeed loops (training._platform_loops), Lightning's accelerator and HF/accelerate/DeepSpeed GPU use
-(devices), Ray and BentoML GPU requests (devices._declared_gpus), Ray Train (distributed), Keras policies and
-accelerate's ``mixed_precision`` (precision._keras, precision._accelerate), Lightning checkpoints
-(checkpoints). New per-framework readers (torch, keras/tf, jax, ray, ...) belong here, one module each,
-importing common.py and names.py only; the subject passes call them.
+(devices), Ray and BentoML GPU requests (devices._declared_gpus), Ray Train (distributed), accelerate's
+``mixed_precision`` (precision._accelerate), Lightning checkpoints (checkpoints). New per-framework readers
+(torch, jax, ray, ...) belong here, one module each, importing common.py, names.py and index.py only; the subject
+passes call them.
 """
