@@ -130,9 +130,11 @@ register("inference", "code", _obj(("via",), via=STR), "The code runs a model wi
 register("serves", "code", _obj(("via",), via=STR),
          "The code serves a model: a FastAPI/Flask app, Triton/TorchServe handler, vLLM/TGI engine, SageMaker model_fn ...")
 register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_STR, _t("object")), enabled=_or(TRI, _t("object")),
-                                   from_launcher=BOOL, from_config=BOOL, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL, local=BOOL),
+                                   from_launcher=BOOL, from_config=BOOL, undecided=STR, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL, local=BOOL),
          "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
          "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
+         "from_config: set by a config the code passes (Trainer(**cfg.trainer)): a linked config decides; "
+         "undecided: why the value is not known (a config value that is an interpolation); "
          "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read); "
          "local: a with autocast(enabled=False) region inside a function, an fp32 island within the run's precision, "
          "not a setting of it.")
@@ -251,6 +253,14 @@ register("config.deepspeed", "config", _obj(fp16=TRI, bf16=TRI, zero_stage=_or(O
 register("config.hf_args", "config", _t("object"),
          "HF TrainingArguments values from a JSON/YAML argument file or a literal call: fp16, bf16, tf32, gradient_checkpointing, "
          "save_strategy, dataloader_*, per_device_train_batch_size, optim, fsdp, deepspeed, output_dir ...")
+
+register("config.trainer", "config", _obj(("framework",), framework=STR, precision=_or(OPT_STR, INT), devices=ANY, num_nodes=ANY,
+                                           accelerator=ANY, strategy=ANY, gpus=ANY),
+         "The trainer arguments of a config-driven trainer's file (a Lightning trainer: section of a Hydra, LightningCLI or NeMo "
+         "config, or a Hydra trainer/ group file), as written; an interpolation (${...}) is kept as its text.")
+register("config.hydra", "config", _obj(("defaults",), defaults=_t("array")),
+         "A Hydra defaults list: each static entry {group, option, package?} (group \"\" for a config of the same folder); "
+         "the linker composes these group files with the config.")
 
 # -- compute ---------------------------------------------------------------------------------------
 _TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference

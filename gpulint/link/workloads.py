@@ -11,7 +11,8 @@ and the compute it runs on. Links are made, in order:
    it runs (``bash scripts/train.sh``, ``dvc repro``): a compute that holds the
    outer launcher holds the inner ones; configs named by a launcher
    (``--config_file``, ``--deepspeed``) or by the code
-   (``TrainingArguments(deepspeed="ds.json")``);
+   (``TrainingArguments(deepspeed="ds.json")``, ``@hydra.main(config_path=..., config_name=...)`` with
+   its defaults list, gpulint.link.hydra);
 2. by the ``workloads`` table of the configuration;
 3. by unambiguous repo-level pairing: one accelerate config in the repo, one
    GPU compute target left and one workload without compute (preferring the
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
+from gpulint.link import hydra
 from gpulint.link.placement import place
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,6 +132,11 @@ class Workload:
 
     def code_facts(self, kind: str) -> list[Fact]:
         return [f for f in self.facts if f.kind == kind and f.loc.path in self.code_files]
+
+    def device_facts(self, kind: str) -> list[Fact]:
+        """Facts of the code and of the configs it runs with: a trainer config's ``accelerator`` / ``devices``
+        say what the run uses as a Trainer call's arguments would (``Trainer(**cfg.trainer)``)."""
+        return [f for f in self.facts if f.kind == kind and (f.loc.path in self.code_files or f.loc.path in self.configs)]
 
     @property
     def trains(self) -> bool:
@@ -777,7 +784,9 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
     # configs named by code or passed by launchers
     for wl in workloads.values():
         for f in list(wl.facts):
-            if f.kind == "config_ref":
+            if f.kind == "config_ref" and f.value.get("kind") == "hydra":
+                _attach_hydra(wl, f, repo)
+            elif f.kind == "config_ref":
                 _attach_config(wl, _resolve_config(f.value.get("path"), f.loc.path, repo), repo, f"code: {f.loc.short()} names it")
         for f in wl.launchers:
             args = f.value.get("args") or []
@@ -1099,3 +1108,15 @@ def _attach_config(wl: Workload, path: str | None, repo: Repo, reason: str) -> N
     for f in repo.facts.get(path, []):
         if f.kind == "config_ref":
             _attach_config(wl, _resolve_config(f.value.get("path"), path, repo), repo, f"named by {path}")
+
+
+def _attach_hydra(wl: Workload, ref: Fact, repo: Repo) -> None:
+    """The config a Hydra entry point composes and the group files of its defaults list (gpulint.link.hydra)."""
+    exists = lambda p: repo.kinds.get(p) == "yaml"  # noqa: E731
+    primary, why = hydra.primary_config(ref, wl.launchers, exists)
+    if primary is None:
+        wl.unknown.append(f"config: {why}: what it sets (trainer.precision, devices ...) is unknown")
+        return
+    _attach_config(wl, primary, repo, why)
+    for path, reason in hydra.composed(primary, lambda p: repo.facts.get(p, []), wl.launchers, exists):
+        _attach_config(wl, path, repo, reason)

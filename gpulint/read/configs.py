@@ -1,12 +1,14 @@
 """Facts from training configuration files: accelerate YAML, DeepSpeed JSON,
-HF ``TrainingArguments`` JSON/YAML, Lightning/Hydra trainer YAML and model
-``config.json``. Each file is recognised by its keys, not its name."""
+HF ``TrainingArguments`` JSON/YAML and model ``config.json``; the configs of
+config-driven trainers (Lightning/Hydra/NeMo) are read by trainer_configs.
+Each file is recognised by its keys, not its name."""
 from __future__ import annotations
 
 from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.core.sources import Source
+from gpulint.read.trainer_configs import trainer_facts
 from gpulint.read.yamlnodes import Doc
 
 _PRECISION_WORDS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "no": "no", "none": "no", "fp32": "fp32"}
@@ -60,11 +62,8 @@ def config_facts(source: Source) -> list[Fact]:
         elif is_model_config(d):
             out.append(Fact("model.config", {k: v for k, v in d.items() if isinstance(v, (int, float, str, bool, list))},
                             _loc(source, doc, ()), "config.json"))
-        elif isinstance(d, dict) and isinstance(d.get("trainer"), dict) and "precision" in d["trainer"]:
-            p = str(d["trainer"]["precision"]).lower()
-            dtype = "bf16" if "bf16" in p else "fp16" if p.startswith("16") else "fp32" if p.startswith(("32", "64")) else None
-            out.append(Fact("precision", {"mechanism": "lightning_config", "dtype": dtype, "enabled": None if dtype is None else dtype != "fp32"},
-                            _loc(source, doc, ("trainer", "precision")), "trainer.precision"))
+        else:  # Lightning / Hydra / NeMo trainer configs (gpulint.read.trainer_configs)
+            out += trainer_facts(source, doc)
     return out
 
 

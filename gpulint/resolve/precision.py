@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpulint.core.model import Fact
+
 from gpulint.core.facts import flag_names, is_cli
 from gpulint.link.workloads import Workload
+from gpulint.read.python.frameworks.lightning import precision_value  # a Trainer's own reading of the word
 from gpulint.resolve.results import PrecisionView  # the typed result this module fills
 
 _TRUE = ("true", "1", "yes", "y")
@@ -102,6 +105,7 @@ _HF_MECHANISMS = ("hf_args", "hf_cli", "hf_args_file")
 
 def precision_view(wl: Workload) -> PrecisionView:
     view = PrecisionView()
+    configured = _lightning_configs(wl)
     for f in wl.of("precision"):
         v = f.value
         if v.get("local"):
@@ -132,6 +136,16 @@ def precision_view(wl: Workload) -> PrecisionView:
             if any(x.value.get("mechanism") == "hf_args_file" for x in wl.of("precision")):
                 continue  # a JSON/YAML argument file decides instead of flags
             enabled, dtype = _hf_flags(enabled, wl)
+        elif mech == "lightning" and v.get("from_config") and configured:
+            continue  # ``Trainer(**cfg.trainer)``: the linked config's trainer.precision decides
+        elif mech == "lightning_config":
+            enabled, dtype, by = configured.get(id(f), (None, None, None))
+            if enabled is _SKIP:
+                continue
+            if by is not None:  # a launch line's override decides: it is the evidence, once
+                if any(x is by for x, _ in view.on) or any(x is by for x in view.off):
+                    continue
+                f = by
         elif mech == "lightning" and v.get("fabric") and not wl.launchers:
             enabled = None  # Fabric() with nothing in the repository that starts it: ``fabric run --precision`` may set it
         elif enabled == "by_dtype":
@@ -160,6 +174,53 @@ def precision_view(wl: Workload) -> PrecisionView:
         elif (l.attrs or {}).get("precision_undecided"):
             view.unknown.append(l)  # the launcher sets it from a value read at run time
     return view
+
+
+def hydra_override(args: list, key: str) -> Any:
+    """The value a launch line sets for a config key: Hydra's ``trainer.precision=bf16-mixed`` (``+``/``++``
+    prefixed too) or LightningCLI's ``--trainer.precision bf16-mixed``; None when it sets none."""
+    for i, a in enumerate(args):
+        if not isinstance(a, str):
+            continue
+        k, eq, val = a.lstrip("+").partition("=")
+        if eq and k == key and not a.startswith("-"):
+            return val
+    v = flag_value(args, "--" + key)
+    return v if isinstance(v, str) else None
+
+
+_SKIP = object()  # a trainer section's default precision that decides nothing here
+
+
+def _lightning_configs(wl: Workload) -> dict[int, tuple[Any, Any, Fact | None]]:
+    """(enabled, dtype, the launcher that decides it) of each trainer.precision a linked config sets, after the
+    launchers' overrides: a launch line that sets the key wins over every file; launchers that set different values,
+    configs composed together that disagree, or a launch whose arguments may hold an override (``$@``) leave it
+    undecided."""
+    facts = [f for f in wl.of("precision") if f.value.get("mechanism") == "lightning_config"]
+    built = any(f.value.get("mechanism") == "lightning" and f.value.get("from_config") for f in wl.of("precision"))
+    set_ = [f for f in facts if not f.value.get("default")]
+    # a trainer section without precision is Lightning's default only for a Trainer built from it, and only where
+    # no other composed file sets the key
+    silent = {id(f): (_SKIP, None, None) for f in facts if f.value.get("default") and (set_ or not built)}
+    facts = [f for f in facts if id(f) not in silent]
+    if not facts:
+        return silent
+    overrides: dict[Any, Fact] = {}
+    for l in wl.launchers:
+        over = hydra_override(l.value.get("args") or [], facts[0].key or "trainer.precision")
+        if over is None and (l.value.get("args_open") or (l.attrs or {}).get("args_unknown")):
+            return {**silent, **{id(f): (None, None, None) for f in facts}}
+        overrides.setdefault(over, l)
+    read = lambda word: (precision_value(word)["enabled"], precision_value(word)["dtype"])  # noqa: E731
+    if overrides and None not in overrides:
+        decided = {read(o) for o in overrides}
+        by = next(iter(overrides.values()))
+    else:
+        decided = {(f.value.get("enabled"), f.value.get("dtype")) for f in facts} | {read(o) for o in overrides if o is not None}
+        by = None
+    one = (*decided.pop(), by) if len(decided) == 1 else (None, None, None)
+    return {**silent, **{id(f): one for f in facts}}
 
 
 def _accelerate_from_launchers(wl: Workload) -> tuple[Any, Any]:

@@ -43,15 +43,15 @@ def on_gpu(wl: Workload) -> bool:
         return False
     if wl.resolution is not None and wl.resolution.gpus_hidden:
         return False  # every launcher hides the GPUs (CUDA_VISIBLE_DEVICES=): the code falls back to the CPU or fails
-    cpu = wl.code_facts("cpu_only")
-    weak = all(f.value.get("auto") or f.value.get("probe") for f in wl.code_facts("uses_gpu"))
+    cpu = wl.device_facts("cpu_only")
+    weak = all(f.value.get("auto") or f.value.get("probe") for f in wl.device_facts("uses_gpu"))
     if wl.code_facts("other_accelerator") and weak and not (c is not None and c.device == GPU):
         return False  # an XLA device (TPU, Trainium) or a Gaudi HPU: torchrun starts one process per NeuronCore too
     if cpu and (weak or any(f.value.get("declared") for f in cpu)):
         # declared CPU resources win over code that would use a GPU if it had one; code that picks the CPU wins over
         # a framework that takes a GPU only when there is one (accelerate, HF Trainer) and over a probe
         return False
-    if wl.code_facts("uses_gpu"):
+    if wl.device_facts("uses_gpu"):
         return True
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return True
@@ -78,7 +78,7 @@ def gpu_evidence(wl: Workload) -> str | None:
         return "compute"
     if any(l.value.get("tool") in GPU_LAUNCHERS for l in wl.launchers):
         return "launcher"
-    uses = wl.code_facts("uses_gpu")
+    uses = wl.device_facts("uses_gpu")
     # an asserted GPU (``assert torch.cuda.is_available()``) is a requirement of the script itself; in a helper module
     # the workload imports (``def init_distributed(): assert ...``) it holds only where that helper runs: a probe there
     probes = [f for f in uses if str(f.value.get("via") or "").rsplit(".", 1)[-1] in _PROBES or f.value.get("probe")

@@ -98,6 +98,6 @@ def unsized_spend(wl: Workload, model: ModelInfo | None, rc: ResolvedCompute | N
     # DeepSpeed at ZeRO stage 0 shards nothing: the engine runs on one GPU as well
     multi = [f for kind in _MULTI_GPU_CODE for f in wl.code_facts(kind)
              if not (f.kind == "sharding" and f.value.get("via") == "deepspeed" and not f.value.get("stage"))]
-    if multi or any(f.value.get("several") for f in wl.code_facts("uses_gpu")):
+    if multi or any(f.value.get("several") for f in wl.device_facts("uses_gpu")):
         return None  # code written for several GPUs, or a trainer that asks for them (Lightning devices=4)
     return "a model of unknown size on one GPU of a kind nothing names, and no multi-GPU launch or data-parallel code"

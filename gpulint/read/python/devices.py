@@ -130,6 +130,8 @@ def _lightning_devices(f: Facts, local_trainers: dict[str, str]) -> None:
                 f.add("uses_gpu", {"via": "lightning", "auto": not asks, **({"several": True} if several else {})}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
+    for c in lightning.cli_runs(f):  # its accelerator comes from the --config file: a GPU when there is one by default
+        f.add("uses_gpu", {"via": "lightning", "auto": True}, c.node, c.qualname)
 
 
 def _custom_kernel(f: Facts) -> None:

@@ -23,6 +23,9 @@ LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch
                       "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
                       "lightning.pytorch.trainer.Trainer", "lightning.pytorch.trainer.trainer.Trainer",
                       "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"}
+#: LightningCLI: a Trainer built from a ``--config`` YAML and ``--trainer.*`` flags, fitted by the CLI itself
+LIGHTNING_CLI = {"lightning.pytorch.cli.LightningCLI", "pytorch_lightning.cli.LightningCLI",
+                 "pytorch_lightning.utilities.cli.LightningCLI", "lightning.pytorch.LightningCLI"}
 ACCELERATOR = {"accelerate.Accelerator"}
 DATALOADER = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 DS_INIT = {"deepspeed.initialize"}

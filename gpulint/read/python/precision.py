@@ -18,7 +18,7 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, autocast_device, norm, qualified, read_again
-from gpulint.read.python.frameworks import deepspeed, hf, keras, lightning, megatron
+from gpulint.read.python.frameworks import deepspeed, hf, hydra, keras, lightning, megatron
 from gpulint.read.python.index import DTYPE_STRINGS, UNKNOWN, Call, OneOf, PyIndex, dotted
 from gpulint.read.python.names import (ACCELERATOR, AUTOCAST, DS_INIT, HF_ARGS, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN,
                                        TRAINER_BUILDERS, framework_class)
@@ -85,6 +85,7 @@ def precision(f: Facts) -> None:
         break
     _accelerate(f)
     _lightning(f)
+    hydra.config_refs(f)
     _fsdp(f)
     keras.precision(f)
     _deepspeed(f)
@@ -202,15 +203,19 @@ def _lightning(f: Facts) -> None:
             if f.present(c, "precision"):
                 p = f.val(c, "precision")
                 f.add("precision", lightning.precision_value(p), c.node, "precision")
-            elif built or f.opaque_kwargs(c):
-                # ``Trainer.from_argparse_args(opt)`` reads --precision from the command line, ``Trainer(**cfg)`` from
-                # a config: decided at run time
+            elif built:
+                # ``Trainer.from_argparse_args(opt)`` reads --precision from the command line: decided at run time
                 f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None}, c.node, "precision")
+            elif f.opaque_kwargs(c):
+                # ``Trainer(**cfg.trainer)`` takes it from a config: the linked config's trainer.precision decides
+                f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None, "from_config": True}, c.node, "precision")
             else:
                 # Fabric() takes --precision from ``fabric run`` (its launcher) through the environment: fp32 by default
                 fabric = {"fabric": True} if q.endswith("Fabric") else {}
                 f.add("precision", {"mechanism": "lightning", "dtype": "fp32", "enabled": False, "default": True, **fabric},
                       c.node, "precision")
+    for c in lightning.cli_runs(f):  # the --config file's trainer.precision (or --trainer.precision) decides
+        f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None, "from_config": True}, c.node, "precision")
 
 
 def _fsdp(f: Facts) -> None:

@@ -19,9 +19,9 @@ import ast
 from gpulint.core.model import Fact
 from gpulint.read.python.benchmark import benchmarked_step, demo
 from gpulint.read.python.common import Facts, classes_around, owner
-from gpulint.read.python.frameworks import keras
+from gpulint.read.python.frameworks import keras, lightning
 from gpulint.read.python.index import Call, PyIndex, literal
-from gpulint.read.python.names import (ACCELERATOR, DS_INIT, HF_TRAINERS, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN, NOT_LOCAL,
+from gpulint.read.python.names import (ACCELERATOR, DS_INIT, HF_TRAINERS, LIGHTNING_CLI, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN, NOT_LOCAL,
                                        framework_class, trainer_classes)
 
 FABRICS = frozenset({"lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric"})
@@ -74,6 +74,7 @@ def _trainer_calls(f: Facts, local_trainers: dict[str, str]) -> None:
     """A framework trainer run: ``Trainer(...).train()``, ``pl.Trainer(...).fit()``, ``accelerator.backward``,
     Keras ``model.fit``; or a trainer class imported from a repository module, for the linker to decide."""
     ix = f.ix
+    cli = lightning.cli_runs(f)
     for c in ix.calls:
         q = c.qualname or ""
         if q.endswith("().train") and framework_class(q[: -len("().train")], local_trainers) in HF_TRAINERS:
@@ -88,6 +89,8 @@ def _trainer_calls(f: Facts, local_trainers: dict[str, str]) -> None:
             # whether that class is a framework trainer (its module's trainer_class facts)
             module, _, name = q.partition("(")[0].rpartition(".")
             f.add("trainer_call", {"module": module, "name": name, "method": c.attr}, c.node, q, **owner(ix, c))
+        elif q in LIGHTNING_CLI and c in cli:
+            f.add("trains", {"via": "lightning"}, c.node, q, **owner(ix, c))
         elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | FABRICS:
             f.add("trains", {"via": "fabric" if q[: -len("().backward")] in FABRICS else "accelerate"}, c.node, q, **owner(ix, c))
 

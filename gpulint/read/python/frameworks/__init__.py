@@ -5,7 +5,8 @@ order the facts come out; a module here turns one framework's arguments into a f
 
 - ``hf``: transformers / TRL ``TrainingArguments`` (precision, DeepSpeed, tf32, loader, checkpoint facts of
   one call) and ``HfArgumentParser`` / ``TrlParser``;
-- ``lightning``: a Lightning Trainer's ``precision=`` string, its device count, its step budget;
+- ``lightning``: a Lightning Trainer's ``precision=`` string, its device count, its step budget, LightningCLI runs;
+- ``hydra``: the config file ``@hydra.main`` / NeMo's ``@hydra_runner`` composes (a ``config_ref``);
 - ``deepspeed``: a DeepSpeed config dict (given inline, or in TrainingArguments);
 - ``megatron``: Megatron's ``--bf16`` / ``--fp16`` defaults;
 - ``keras``: TensorFlow / Keras: ``fit`` / ``fit_generator`` / ``train_on_batch`` and GradientTape loops (training),

@@ -1,8 +1,9 @@
 """What a Lightning Trainer's (or Fabric's) arguments say: its precision string, whether it asks for several
-devices, and whether its step budget is a demo's.
+devices, and whether its step budget is a demo's; and which LightningCLI calls fit a Trainer of their own.
 
-Called by precision.py (``precision_value``), devices.py (``several_devices``) and benchmark.py
-(``step_budget``), which choose the Trainer calls; this module only reads their arguments.
+Called by precision.py (``precision_value``), devices.py (``several_devices``), benchmark.py (``step_budget``)
+and training.py / precision.py / devices.py (``cli_runs``), which choose the calls; this module only reads their
+arguments. Trainer configs in YAML are read with the same words (gpulint.read.trainer_configs).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from gpulint.read.python.common import DEMO_MAX_STEPS, Facts
 from gpulint.read.python.index import UNKNOWN, Call
+from gpulint.read.python.names import LIGHTNING_CLI
 
 
 def precision_value(p: Any) -> dict:
@@ -29,6 +31,13 @@ def precision_value(p: Any) -> dict:
     return {"mechanism": "lightning", "dtype": None, "enabled": None}
 
 
+def cli_runs(f: Facts) -> list[Call]:
+    """``LightningCLI(Model)`` calls that run a subcommand (``python main.py fit --config x.yaml``): the CLI builds
+    the Trainer from its config file and ``--trainer.*`` flags and fits it. ``run=False`` leaves the fitting to
+    the file, which says so itself."""
+    return [c for c in f.ix.calls_to(*LIGHTNING_CLI) if f.val(c, "run") is not False]
+
+
 #: Lightning strategies that spread one run over several devices
 _LIGHTNING_MULTI = ("ddp", "fsdp", "deepspeed")
 
@@ -39,7 +48,19 @@ def several_devices(f: Facts, c: Call, gpus: Any) -> bool:
     devices = f.val(c, "devices") if f.present(c, "devices") else UNKNOWN
     nodes = f.val(c, "num_nodes") if f.present(c, "num_nodes") else UNKNOWN
     strategy = f.val(c, "strategy") if f.present(c, "strategy") else UNKNOWN
-    count = lambda v: type(v) is int and (v > 1 or v == -1)  # noqa: E731 - -1 is every device of the machine
+    return asks_several(devices, gpus, nodes, strategy)
+
+
+def asks_several(devices: Any, gpus: Any, nodes: Any, strategy: Any) -> bool:
+    """The same question of the values themselves (a Trainer call's, or a trainer config's keys): a count of two
+    or more, -1 (every device of the machine), a list of two device ids or more, or a multi-device strategy."""
+    def count(v: Any) -> bool:
+        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            v = int(v)
+        if isinstance(v, list):
+            return len(v) > 1
+        return type(v) is int and (v > 1 or v == -1)
+
     if any(count(v) for v in (devices, gpus, nodes)):
         return True
     return isinstance(strategy, str) and strategy.lower().startswith(_LIGHTNING_MULTI)

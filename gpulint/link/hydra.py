@@ -1,0 +1,121 @@
+"""Which config files a Hydra entry point composes, as far as the repository and its launchers say.
+
+``@hydra.main(config_path="conf", config_name="train")`` names ``conf/train.yaml`` beside the script (the
+``config_ref`` of kind ``hydra`` the Python reader emits). A launcher may choose another one
+(``--config-name big``, ``-cn big``, ``--config-path ../other``) and other group options (``trainer=gpu``); the
+config's ``defaults:`` list (the ``config.hydra`` fact) names the group files composed with it. Every launcher
+of the workload has to agree, else nothing is linked and the workload says the config is unknown: what a run
+composes is then decided at run time. Key overrides (``trainer.precision=bf16-mixed``) are not applied here:
+the resolver reads them from the launchers (gpulint.resolve.precision).
+
+Pure functions of paths, facts and launcher arguments; the linker (workloads.py) attaches what they return.
+"""
+from __future__ import annotations
+
+import posixpath
+from typing import Callable
+
+from gpulint.core.model import Fact
+
+#: at most this many nested defaults lists are followed (a group file's own defaults)
+_MAX_DEPTH = 4
+_CHOOSERS = {"--config-name": "name", "-cn": "name", "--config-path": "path", "-cp": "path"}
+
+
+def _chosen(args: list) -> dict[str, str | None]:
+    """The ``--config-name`` / ``--config-path`` a launch passes ({"name": ..., "path": ...}; None: not literal)."""
+    out: dict[str, str | None] = {}
+    for i, a in enumerate(args):
+        if not isinstance(a, str):
+            continue
+        flag, eq, value = a.partition("=")
+        if flag not in _CHOOSERS:
+            continue
+        if not eq:
+            value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else None
+        out[_CHOOSERS[flag]] = value if value and "$" not in value else None
+    return out
+
+
+def _yaml(name: str) -> str:
+    return name if name.endswith((".yaml", ".yml")) else name + ".yaml"
+
+
+def primary_config(ref: Fact, launchers: list[Fact], exists: Callable[[str], bool]) -> tuple[str | None, str]:
+    """The primary config a workload composes (or None) and why: the decorator's, or the one every launcher
+    chooses with ``--config-name`` / ``--config-path``."""
+    script_dir = posixpath.dirname(ref.loc.path)
+    default = posixpath.normpath(posixpath.join(script_dir, ref.value["path"]))
+    default_dir, default_name = posixpath.split(default)
+    picks = set()
+    for launch in launchers:
+        chosen = _chosen(launch.value.get("args") or [])
+        if None in chosen.values():
+            return None, f"{launch.loc.short()} chooses the Hydra config from a value read at run time"
+        name = _yaml(chosen["name"]) if "name" in chosen else default_name
+        if "path" not in chosen:
+            picks.add(posixpath.normpath(posixpath.join(default_dir, name)))
+            continue
+        # --config-path is relative to the script (Hydra's rule) or, as often written, to where the launcher runs
+        cands = [posixpath.normpath(posixpath.join(d, chosen["path"], name))
+                 for d in (script_dir, posixpath.dirname(launch.loc.path), "")]
+        found = [c for c in cands if exists(c)]
+        picks.add(found[0] if found else cands[0])
+    if len(picks) > 1:
+        return None, f"its launchers compose different Hydra configs ({', '.join(sorted(picks))})"
+    path = picks.pop() if picks else default
+    if not exists(path):
+        return None, f"the Hydra config {path} is not a file of the repository"
+    why = f"code: {ref.loc.short()} composes it (Hydra config_path and config_name)" if path == default else \
+        f"launcher: {', '.join(l.loc.short() for l in launchers)} composes it (--config-name/--config-path)"
+    return path, why
+
+
+def _group_choice(launchers: list[Fact], group: str) -> tuple[bool, str | None]:
+    """(decided, option): the ``group=option`` every launcher passes (decided, option), none passes it
+    (decided, None), or they differ / one reads it at run time (not decided)."""
+    seen = set()
+    for launch in launchers:
+        option = None
+        for a in launch.value.get("args") or []:
+            if isinstance(a, str) and not a.startswith("-"):
+                key, eq, value = a.lstrip("+").partition("=")
+                if eq and key == group:
+                    option = value
+        if option is not None and "$" in option:
+            return False, None
+        seen.add(option)
+    if len(seen) > 1:
+        return False, None
+    return True, (seen.pop() if seen else None)
+
+
+def composed(primary: str, facts_of: Callable[[str], list[Fact]], launchers: list[Fact],
+             exists: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """The group files the primary config's defaults list (and theirs, nested) composes with it, with why: each
+    static entry whose file is in the repository, with the option the launchers choose (``trainer=gpu``)."""
+    root = posixpath.dirname(primary)
+    out: list[tuple[str, str]] = []
+    todo = [(primary, 0)]
+    while todo:
+        path, depth = todo.pop(0)
+        here = posixpath.dirname(path)
+        for f in facts_of(path):
+            if f.kind != "config.hydra":
+                continue
+            for entry in f.value.get("defaults") or []:
+                group, option = entry.get("group", ""), entry.get("option")
+                if group:
+                    decided, chosen = _group_choice(launchers, group.lstrip("/"))
+                    if not decided:
+                        continue
+                    option = chosen or option
+                if not isinstance(option, str) or option in ("null", "???"):
+                    continue
+                folder = posixpath.join(root, group[1:]) if group.startswith("/") else posixpath.join(here, group)
+                cand = posixpath.normpath(posixpath.join(folder, _yaml(option)))
+                if cand != primary and exists(cand) and cand not in [p for p, _ in out]:
+                    out.append((cand, f"the defaults list of {path} ({f.loc.short()}) composes {group or 'it'}: {option}"))
+                    if depth + 1 < _MAX_DEPTH:
+                        todo.append((cand, depth + 1))
+    return out

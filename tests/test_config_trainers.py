@@ -1,0 +1,233 @@
+"""Config-driven trainers: precision, devices and checkpoints that live in config files (Hydra, LightningCLI,
+NeMo), linked to the workload that composes them, with the launch line's overrides winning over the YAML.
+
+Fixture repositories (fixtures/cfg-*) end to end, then inline repositories for the near misses: an interpolated
+value, a config that is not in the repository, launchers that choose different configs, a launch whose ``$@``
+may hold an override."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from gpulint.testing import scan_files, scan_tree
+from helpers import AT, codes
+
+TRAIN_HYDRA = """\
+import hydra
+import lightning.pytorch as pl
+
+from model import Net
+
+
+@hydra.main(version_base=None, config_path="conf", config_name="train")
+def main(cfg):
+    trainer = pl.Trainer(**cfg.trainer)
+    trainer.fit(Net(cfg.model))
+
+
+if __name__ == "__main__":
+    main()
+"""
+MODEL = """\
+import torch
+import lightning.pytorch as pl
+
+
+class Net(pl.LightningModule):
+    def __init__(self, cfg):
+        super().__init__()
+        self.layer = torch.nn.Linear(cfg.width, 10)
+
+    def training_step(self, batch, idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3)
+"""
+CONF_FP32 = "model:\n  width: 512\ntrainer:\n  accelerator: gpu\n  devices: 8\n  precision: 32\n"
+
+
+def hydra_repo(conf: str = CONF_FP32, **extra: str) -> dict[str, str]:
+    return {"train.py": TRAIN_HYDRA, "model.py": MODEL, "conf/train.yaml": conf, **extra}
+
+
+def workload(files: dict[str, str] | Path, entry: str = "train.py") -> dict:
+    result = scan_tree(files)[0] if isinstance(files, Path) else scan_files(files)
+    return next(w for w in result.workloads if w["entrypoint"] == entry)
+
+
+def amp(files) -> list:
+    return codes(files, "AMP", fields=AT)
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+def test_hydra_fixture_composes_the_defaults_list_and_fires_at_the_group_file():
+    root = FIXTURES / "cfg-hydra-lightning"
+    assert amp(root) == [("AMP001", "configs/trainer/gpu.yaml", 7)]
+    wl = workload(root, "src/train.py")
+    assert wl["configs"] == ["configs/train.yaml", "configs/model/deeplab.yaml", "configs/trainer/gpu.yaml",
+                             "configs/trainer/default.yaml"]  # never trainer/cpu.yaml, an option nobody picks
+    assert wl["resolved"]["precision"]["mixed"] is False
+    several = [f for f in wl["facts"] if f["kind"] == "uses_gpu" and f["path"] == "configs/trainer/gpu.yaml"]
+    assert several and several[0]["value"].get("several") is True
+    assert "spend_unsized" not in wl["resolved"]  # 4 GPUs with DDP: a multi-GPU job, sized
+
+
+def test_override_fixture_links_the_chosen_config_and_the_launch_line_wins():
+    root = FIXTURES / "cfg-hydra-override"
+    assert amp(root) == []
+    wl = workload(root)
+    assert wl["configs"] == ["conf/big.yaml"]  # --config-name big, not the decorator's base
+    assert wl["resolved"]["precision"]["mixed"] is True
+    assert wl["resolved"]["precision"]["dtypes"] == ["bf16"]
+
+
+def test_nemo_fixture():
+    root = FIXTURES / "cfg-nemo-asr"
+    assert amp(root) == [("AMP001", "conf/finetune.yaml", 13)]
+    ctc = workload(root, "train_ctc.py")
+    assert ctc["configs"] == ["conf/conformer_ctc_bpe.yaml"]
+    assert ctc["resolved"]["precision"]["mixed"] is None
+    assert any("${oc.env:ASR_PRECISION,32}" in u and u.startswith("precision:") for u in ctc["unknown"])
+    saves, resumes = ctc["resolved"]["checkpoint"]["saves"], ctc["resolved"]["checkpoint"]["resumes"]
+    assert any(s.startswith("nemo_exp_manager at conf/conformer_ctc_bpe.yaml") for s in saves)
+    assert any(r.startswith("nemo_exp_manager at conf/conformer_ctc_bpe.yaml") for r in resumes)
+    fine = workload(root, "finetune.py")
+    assert fine["configs"] == ["conf/finetune.yaml"]
+    assert fine["resolved"]["checkpoint"]["resumes"] == []  # resume_if_exists: false
+
+
+# -- Hydra: must fire ---------------------------------------------------------------------------
+def test_a_trainer_section_without_precision_is_lightnings_fp32_default_for_a_trainer_built_from_it():
+    conf = "trainer:\n  accelerator: gpu\n  devices: 2\n  max_epochs: 3\nmodel:\n  width: 8\n"
+    assert [c for c, _, _ in amp(hydra_repo(conf))] == ["AMP001"]
+
+
+def test_an_override_to_fp32_on_the_launch_line_is_reported_there():
+    conf = CONF_FP32.replace("precision: 32", "precision: bf16-mixed")
+    files = hydra_repo(conf, **{"run.sh": "python train.py trainer.precision=32\n"})
+    assert amp(files) == [("AMP001", "run.sh", 1)]
+
+
+# -- Hydra: must stay silent --------------------------------------------------------------------
+@pytest.mark.parametrize("launch", [
+    "python train.py trainer.precision=bf16-mixed\n",
+    "python train.py ++trainer.precision=16-mixed\n",
+])
+def test_a_launch_line_override_wins_over_the_yaml(launch):
+    files = hydra_repo(**{"scripts/run.sh": launch})
+    assert amp(files) == []
+    assert workload(files)["resolved"]["precision"]["mixed"] is True
+
+
+@pytest.mark.parametrize("value", ["${oc.env:PRECISION}", "${oc.env:PRECISION,32}", "${precision}"])
+def test_an_interpolated_precision_is_unknown(value):
+    files = hydra_repo(CONF_FP32.replace("precision: 32", f"precision: '{value}'"))
+    assert amp(files) == []
+    wl = workload(files)
+    assert wl["resolved"]["precision"]["mixed"] is None
+    assert any(u.startswith("precision: trainer.precision is ${") for u in wl["unknown"])
+
+
+def test_a_config_that_is_not_in_the_repository_is_unknown():
+    files = {"train.py": TRAIN_HYDRA.replace('config_path="conf"', 'config_path="experimental/conf"'), "model.py": MODEL,
+             "conf/train.yaml": CONF_FP32}
+    assert amp(files) == []
+    wl = workload(files)
+    assert wl["configs"] == []
+    assert any(u.startswith("config: the Hydra config experimental/conf/train.yaml is not a file") for u in wl["unknown"])
+
+
+def test_launchers_that_choose_different_configs_link_none():
+    files = hydra_repo(**{"conf/big.yaml": CONF_FP32, "a.sh": "python train.py --config-name big\n",
+                          "b.sh": "python train.py -cn train\n"})
+    assert amp(files) == []
+    wl = workload(files)
+    assert wl["configs"] == []
+    assert any("compose different Hydra configs" in u for u in wl["unknown"])
+
+
+def test_a_launch_whose_arguments_may_hold_an_override_leaves_it_undecided():
+    files = hydra_repo(**{"run.sh": 'python train.py "$@"\n'})
+    assert amp(files) == []
+    assert workload(files)["resolved"]["precision"]["mixed"] is None
+
+
+def test_configs_composed_together_that_disagree_leave_it_undecided():
+    conf = "defaults:\n  - trainer: fast\n  - _self_\nmodel:\n  width: 8\ntrainer:\n  accelerator: gpu\n  precision: 32\n"
+    files = hydra_repo(conf, **{"conf/trainer/fast.yaml": "precision: bf16-mixed\ndevices: 4\n"})
+    assert amp(files) == []
+    wl = workload(files)
+    assert wl["configs"] == ["conf/train.yaml", "conf/trainer/fast.yaml"]
+    assert wl["resolved"]["precision"]["mixed"] is None
+
+
+def test_a_group_option_the_launch_line_picks_replaces_the_default():
+    conf = "defaults:\n  - trainer: debug\nmodel:\n  width: 8\n"
+    files = hydra_repo(conf, **{"conf/trainer/debug.yaml": "accelerator: gpu\nprecision: 32\n",
+                                "conf/trainer/cluster.yaml": "accelerator: gpu\ndevices: 8\nprecision: bf16-mixed\n",
+                                "run.sh": "python train.py trainer=cluster\n"})
+    assert amp(files) == []
+    assert workload(files)["configs"] == ["conf/train.yaml", "conf/trainer/cluster.yaml"]
+
+
+def test_a_trainer_section_without_precision_says_nothing_for_a_trainer_that_sets_its_own():
+    code = TRAIN_HYDRA.replace("pl.Trainer(**cfg.trainer)", 'pl.Trainer(precision="bf16-mixed", max_epochs=cfg.trainer.max_epochs)')
+    files = {"train.py": code, "model.py": MODEL, "conf/train.yaml": "trainer:\n  accelerator: gpu\n  max_epochs: 3\n"}
+    assert amp(files) == []
+    assert workload(files)["resolved"]["precision"]["mixed"] is True
+
+
+def test_a_cpu_trainer_config_is_no_gpu_run():
+    files = hydra_repo(CONF_FP32.replace("accelerator: gpu", "accelerator: cpu"))
+    assert amp(files) == []
+
+
+def test_a_structured_config_without_a_path_links_nothing():
+    code = TRAIN_HYDRA.replace('config_path="conf", config_name="train"', 'config_name="TrainConfig"')
+    files = {"train.py": code, "model.py": MODEL, "conf/train.yaml": CONF_FP32}
+    assert workload(files)["configs"] == []
+
+
+# -- LightningCLI -------------------------------------------------------------------------------
+CLI_MAIN = """\
+import torch
+import lightning.pytorch as pl
+from lightning.pytorch.cli import LightningCLI
+
+
+class Model(pl.LightningModule):
+    def __init__(self, width: int = 256):
+        super().__init__()
+        self.net = torch.nn.Linear(width, 2)
+
+    def training_step(self, batch, idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+
+if __name__ == "__main__":
+    LightningCLI(Model)
+"""
+FIT_YAML = "trainer:\n  accelerator: gpu\n  devices: 2\n  precision: 32\nmodel:\n  width: 512\n"
+
+
+def test_lightning_cli_config_fires_at_its_precision():
+    files = {"main.py": CLI_MAIN, "configs/fit.yaml": FIT_YAML, "fit.sh": "python main.py fit --config configs/fit.yaml\n"}
+    assert amp(files) == [("AMP001", "configs/fit.yaml", 4)]
+
+
+@pytest.mark.parametrize("flag", ["--trainer.precision bf16-mixed", "--trainer.precision=16-mixed"])
+def test_lightning_cli_flag_wins_over_its_config(flag):
+    files = {"main.py": CLI_MAIN, "configs/fit.yaml": FIT_YAML,
+             "fit.sh": f"python main.py fit --config configs/fit.yaml {flag}\n"}
+    assert amp(files) == []
+
+
+def test_lightning_cli_without_a_config_is_unknown():
+    files = {"main.py": CLI_MAIN, "fit.sh": "python main.py fit --model.width 512\n"}
+    assert amp(files) == []
+    assert workload(files, "main.py")["resolved"]["precision"]["mixed"] is None
