@@ -14,7 +14,7 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, autocast_device, read_again
-from gpulint.read.python.frameworks import lightning
+from gpulint.read.python.frameworks import jax, lightning, ray
 from gpulint.read.python.index import UNKNOWN, Call, dotted
 from gpulint.read.python.names import (ACCELERATOR, AUTOCAST, DS_INIT, HF_TRAINERS, LIGHTNING_TRAINERS, framework_class,
                                        trainer_classes)
@@ -37,9 +37,11 @@ def devices(f: Facts) -> None:
     _cuda_moves(f)
     _cuda_devices(f)
     _scheduled_gpus(f)
+    ray.scaling(f)  # Ray Train's ScalingConfig (frameworks/ray.py)
     _cuda_queries(f)
     _gpu_frameworks(f, local_trainers)
     _lightning_devices(f, local_trainers)
+    jax.devices(f)
     # an XLA device (TPU, Trainium and Inferentia through torch-neuronx) or Intel Gaudi's HPU: not a CUDA GPU
     other = _other_accelerator(f)
     if other is not None:
