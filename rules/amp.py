@@ -339,6 +339,8 @@ def _left_at_default(defaults, wl: Workload) -> str:
                 words = " ".join(f"{flag} {v}" for _, flag, v in passed[:2])
                 return f"the launcher passes {words} ({passed[0][0].loc.short()}) to the HF arguments parsed at {f.loc.short()}"
             return f"no --bf16/--fp16 reaches the HF arguments parsed at {f.loc.short()} (default fp32)"
+        if mech == "jax":
+            return "no Flax module, jmp policy or cast in the workload sets a 16-bit dtype (JAX computes in fp32 by default)"
         if mech == "lightning":
             return (f"{'Fabric' if f.value.get('fabric') else 'the Trainer'}'s precision is not set (default \"32-true\") "
                     f"at {f.loc.short()}")
@@ -383,7 +385,8 @@ def _amp_cost(wl: Workload, tf32):
 def _what(trains) -> str:
     return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "fabric": "Lightning Fabric training",
             "accelerate": "accelerate training",
-            "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop"}.get(trains.value.get("via"), "Training loop")
+            "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop",
+            "jax": "JAX training step"}.get(trains.value.get("via"), "Training loop")
 
 
 def _guidance(wl: Workload) -> str:
@@ -422,6 +425,12 @@ def _how(wl: Workload, fp16: bool) -> str:
         return (f"set keras.mixed_precision.set_global_policy(\"{'mixed_float16' if fp16 else 'mixed_bfloat16'}\") before "
                 f"building the model (Keras scales the loss itself with mixed_float16 in model.fit; a custom GradientTape loop "
                 f"wraps its optimizer in keras.mixed_precision.LossScaleOptimizer)")
+    if "jax" in mech or "jmp" in mech or (training_fact(wl) is not None and training_fact(wl).value.get("via") == "jax"):
+        return (f"build the Flax modules with dtype=jnp.{'float16' if fp16 else 'bfloat16'} (their computation) and "
+                f"param_dtype=jnp.float32 (the weights and optimizer state stay fp32), and feed them "
+                f"{'float16' if fp16 else 'bfloat16'} inputs"
+                + (" (scale the loss with flax.training.dynamic_scale.DynamicScale: dynamic_scale.value_and_grad(loss_fn))"
+                   if fp16 else ""))
     if fp16:
         return ("wrap the forward pass and loss in torch.autocast(device_type=\"cuda\", dtype=torch.float16) and "
                 "scale the loss with torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(opt); scaler.update())")
@@ -680,8 +689,8 @@ class Tf32NotEnabled(Rule):
         if c is None or c.architecture not in _AMPERE_PLUS:
             return
         trains = trains_on_gpu(wl)
-        if trains is None or trains.value.get("via") in ("keras", "tensorflow"):
-            return  # TensorFlow runs fp32 matmuls on TF32 by default since 2.4
+        if trains is None or trains.value.get("via") in ("keras", "tensorflow", "jax"):
+            return  # TensorFlow runs fp32 matmuls on TF32 by default since 2.4, and XLA:GPU does under JAX
         if wl.resolution.precision.mixed is not False:
             return
         tf32 = _matmul_tf32(wl)

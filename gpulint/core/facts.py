@@ -99,6 +99,8 @@ def register(kind: str, family: str, schema: dict, doc: str, targeted: bool = Fa
 register("trains", "code", _obj(("via",), via=STR),
          "The code trains: via loop (backward + optimizer step), hf_trainer, sft_trainer, lightning, fabric, accelerate, "
          "keras (fit, fit_generator, train_on_batch of a Keras model), tensorflow (GradientTape gradients + apply_gradients), deepspeed, "
+         "jax (a jax/nnx gradient applied by optax.apply_updates, a flax TrainState's apply_gradients or an nnx.Optimizer; placed at the "
+         "jax.jit/pmap call that wraps the step when nothing calls it by name), "
          "determined (a PyTorchTrial's train_batch stepping through its context) ...; "
          "attrs.function / attrs.cls: the function and class the training call sits in; attrs.reached_from: the functions and classes of "
          "its module that lead to it, where no module-level code does (a script importing the module trains only by calling one).")
@@ -132,7 +134,8 @@ register("serves", "code", _obj(("via",), via=STR),
 register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_STR, _t("object")), enabled=_or(TRI, _t("object")),
                                    from_launcher=BOOL, from_config=BOOL, undecided=STR, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL, local=BOOL),
          "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
-         "accelerate_config, lightning, deepspeed, fsdp, keras, model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
+         "accelerate_config, lightning, deepspeed, fsdp, keras, jax (a Flax dtype=/param_dtype=, a module field's 16-bit default, "
+         "an .astype cast; default: a JAX trainer that sets none computes in fp32), jmp (a jmp policy's compute dtype), model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
          "from_config: set by a config the code passes (Trainer(**cfg.trainer)): a linked config decides; "
          "undecided: why the value is not known (a config value that is an interpolation); "
          "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read); "
@@ -154,14 +157,23 @@ register("process_group", "code", _obj(backend=OPT_STR, explicit=BOOL),
 register("dataparallel", "code", _obj(via=STR), "torch.nn.DataParallel or nn.parallel.data_parallel (single-process multi-GPU); "
          "attrs.guards as for process_group, attrs.function: the enclosing function, attrs.ddp_fallback: it sits on the "
          "other side of an if from the file's own DistributedDataParallel/FSDP (the non-distributed fallback).")
-register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training, a model replica per GPU: DistributedDataParallel, FSDP, Ray Train, "
+register("ddp", "code", _obj(("via",), via=STR), "Data-parallel training, a model replica per GPU: DistributedDataParallel, FSDP, accelerate, "
+         "ray.train (Ray Train's workers), jax.pmap (a replica per local device), jax.distributed (one process per host), "
          "tf.distribute (MirroredStrategy, MultiWorkerMirroredStrategy), horovod (TensorFlow) ...")
+register("ray.scaling", "code", _obj(num_workers=OPT_INT, use_gpu=OPT_BOOL, gpus_per_worker=_t("number", "null")),
+         "A Ray Train ScalingConfig: num_workers (null when not a literal), use_gpu (true when it or resources_per_worker "
+         "asks for GPUs; null when not readable), gpus_per_worker (resources_per_worker's GPU, null for use_gpu's one).")
+register("ray.failure", "code", _obj(max_failures=OPT_INT),
+         "A Ray Train FailureConfig: how many times a failed run is restarted from its latest reported checkpoint (-1: no limit).")
 register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI), default=BOOL, weights_only=BOOL),
          "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp, "
-         "keras.ModelCheckpoint, keras.BackupAndRestore, tf.train.Checkpoint, keras.save (model.save/save_weights) ...; dir when literal.")
+         "keras.ModelCheckpoint, keras.BackupAndRestore, tf.train.Checkpoint, keras.save (model.save/save_weights), flax "
+         "(flax.training.checkpoints), orbax (a Checkpointer/CheckpointManager save, ocp.args.*Save), ray.train.report (with a "
+         "checkpoint), ray.CheckpointConfig ...; dir when literal.")
 register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
          "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp, "
-         "keras.BackupAndRestore, tf.train.Checkpoint (restore/read), keras.load_weights, keras.load_model.")
+         "keras.BackupAndRestore, tf.train.Checkpoint (restore/read), keras.load_weights, keras.load_model, "
+         "flax (restore_checkpoint), orbax (restore, ocp.args.*Restore), ray.train.get_checkpoint.")
 register("model.name", "code", _t("string"),
          "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
          "cli_arg (the name is that flag's argparse default: the launchers' value decides).")

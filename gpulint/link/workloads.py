@@ -424,7 +424,10 @@ def _invoked_training(path: str, facts: list[Fact], repo: Repo) -> str | None:
             continue
         name = inv.value.get("name")
         for t in repo.facts.get(target, []):
-            if t.kind == "trains" and name and name in ((t.attrs or {}).get("function"), (t.attrs or {}).get("cls")):
+            # the function or class holding the step, or one of the module's functions that leads to it (main.py calling
+            # train_and_evaluate, which builds the jitted step in make_update_fn)
+            if t.kind == "trains" and name and name in ((t.attrs or {}).get("function"), (t.attrs or {}).get("cls"),
+                                                        *((t.attrs or {}).get("reached_from") or ())):
                 return f"script: {path} calls {name} ({inv.loc.short()}), which trains at {t.loc.short()}"
     return None
 

@@ -29,7 +29,7 @@ GPU_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "torch.distributed.run",
 def training_fact(wl: Workload) -> Fact | None:
     """The fact that shows the workload trains (loop, trainer.train(), fit ...)."""
     facts = wl.code_facts("trains")
-    order = {"hf_trainer": 0, "lightning": 1, "accelerate": 2, "fabric": 2, "deepspeed": 3, "megatron": 3, "keras": 4, "tensorflow": 5, "loop": 6}
+    order = {"hf_trainer": 0, "lightning": 1, "accelerate": 2, "fabric": 2, "deepspeed": 3, "megatron": 3, "keras": 4, "tensorflow": 5, "jax": 5, "loop": 6}
     return sorted(facts, key=lambda f: (order.get(f.value.get("via"), 9), f.loc))[0] if facts else None
 
 

@@ -11,7 +11,7 @@ import ast
 import posixpath
 
 from gpulint.read.python.common import Facts, norm
-from gpulint.read.python.frameworks import keras
+from gpulint.read.python.frameworks import jax, keras, ray
 from gpulint.read.python.index import dotted
 from gpulint.read.python.names import LIGHTNING_TRAINERS
 
@@ -27,6 +27,8 @@ def checkpoints(f: Facts) -> None:
     for c in ix.calls_to("torch.distributed.checkpoint.load", "torch.distributed.checkpoint.load_state_dict"):
         f.add("checkpoint.resume", {"via": "dcp"}, c.node, c.qualname)
     for c in ix.calls:
+        if jax.owns_checkpoint_call(c):
+            continue  # flax / orbax, read by frameworks/jax.py
         if c.attr == "save_state" and c.receiver:
             f.add("checkpoint.save", {"via": "save_state", "dir": norm(f.val(c, "output_dir", 0))}, c.node, "save_state")
         elif c.attr == "save_checkpoint" and c.receiver:
@@ -59,7 +61,8 @@ def checkpoints(f: Facts) -> None:
             if ec is True:
                 f.add("checkpoint.save", {"via": "lightning", "dir": norm(f.val(c, "default_root_dir")), "default": True}, c.node, q)
     keras.checkpoints(f)
-
+    jax.checkpoints(f)  # flax.training.checkpoints, orbax (frameworks/jax.py)
+    ray.checkpoints(f)  # Ray Train's report(checkpoint=...), CheckpointConfig, get_checkpoint (frameworks/ray.py)
 
 _LOADERS = {"torch.load", "safetensors.torch.load_file", "torch.distributed.checkpoint.load"}
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, autocast_device, printed_and_asserted, read_again
-from gpulint.read.python.frameworks import keras, lightning
-from gpulint.read.python.index import UNKNOWN, Call
+from gpulint.read.python.frameworks import jax, keras, lightning, ray
+from gpulint.read.python.index import UNKNOWN, Call, dotted
 from gpulint.read.python.names import (ACCELERATOR, AUTOCAST, DS_INIT, HF_TRAINERS, LIGHTNING_TRAINERS, framework_class,
                                        trainer_classes)
 
@@ -37,10 +37,12 @@ def devices(f: Facts) -> None:
     _cuda_moves(f)
     _cuda_devices(f)
     _scheduled_gpus(f)
+    ray.scaling(f)  # Ray Train's ScalingConfig (frameworks/ray.py)
     _cuda_queries(f)
     _gpu_frameworks(f, local_trainers)
     _lightning_devices(f, local_trainers)
     keras.gpu_use(f)
+    jax.devices(f)
     # an XLA device (TPU, Trainium and Inferentia through torch-neuronx) or Intel Gaudi's HPU: not a CUDA GPU
     other = _other_accelerator(f)
     if other is not None:

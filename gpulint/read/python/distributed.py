@@ -1,21 +1,19 @@
 """How the work is spread over GPUs: the ``process_group``, ``dataparallel``, ``ddp`` and ``sharding`` facts.
 
 torch.distributed process groups and their backend, DataParallel (and whether a DDP path sits on the other
-side of its ``if``), DDP, Ray Train, FSDP and its sharding stage: one subject, read from the torch calls; then TensorFlow's
-tf.distribute strategies and Horovod (frameworks/keras.py).
+side of its ``if``), DDP, Ray Train (frameworks/ray.py), JAX's pmap (frameworks/jax.py), FSDP and its sharding stage: one subject,
+read from the torch calls; then TensorFlow's tf.distribute strategies and Horovod (frameworks/keras.py).
 """
 from __future__ import annotations
 
 from gpulint.read.python.common import Facts
-from gpulint.read.python.frameworks import keras
+from gpulint.read.python.frameworks import jax, keras, ray
 from gpulint.read.python.index import UNKNOWN, Call, OneOf, dotted
 
 DATAPARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
 FUNCTIONAL_DATAPARALLEL = {"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"}
 RPC_INIT = {"torch.distributed.rpc.init_rpc", "torch.distributed.rpc.api.init_rpc"}
 DDP = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"}
-RAY_TRAIN = {"ray.train.torch.TorchTrainer", "ray.train.ScalingConfig", "ray.air.config.ScalingConfig", "ray.air.ScalingConfig",
-             "ray.train.torch.prepare_model", "ray.train.lightning.RayDDPStrategy", "ray.train.huggingface.TransformersTrainer"}
 FSDP = {"torch.distributed.fsdp.FullyShardedDataParallel", "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
         "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard"}
 INIT_PG = {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
@@ -42,11 +40,7 @@ def distributed(f: Facts) -> None:
               ddp_fallback=_fallback_of(c, distributed))
     for c in ix.calls_to(*DDP):
         f.add("ddp", {"via": "DistributedDataParallel"}, c.node, c.qualname)
-    for c in ix.calls_to(*RAY_TRAIN):
-        # Ray Train starts one worker per GPU itself (ScalingConfig(num_workers, use_gpu)) and wraps the model in DDP:
-        # the one `python` the launcher starts is its driver, not the only GPU process
-        f.add("ddp", {"via": "ray.train"}, c.node, c.qualname)
-        break
+    ray.distributed(f)  # Ray Train's DDP and FailureConfig (frameworks/ray.py)
     for c in ix.calls_to(*FSDP):
         strategy = c.kwarg("sharding_strategy")
         stage = None
@@ -61,6 +55,7 @@ def distributed(f: Facts) -> None:
               c.node, c.qualname)
         f.add("ddp", {"via": "FSDP"}, c.node, c.qualname)
     keras.distributed(f)  # tf.distribute strategies, Horovod for TensorFlow
+    jax.distributed(f)  # jax.pmap, jax.distributed.initialize (frameworks/jax.py)
 
 
 def _fallback_of(c: Call, others: list[Call]) -> bool:

@@ -22,7 +22,7 @@ from gpulint.read.python.index import build_index
 #: cheap text gate: a Python file mentioning none of these cannot hold a fact
 ML_WORDS = (
     "torch", "transformers", "accelerate", "lightning", "deepspeed", "keras", "tensorflow",
-    "jax", "flax", "sagemaker", "trl", "peft", "DataLoader", "vllm", "sglang", "litserve",
+    "jax", "flax", "ray.train", "ray.air", "sagemaker", "trl", "peft", "DataLoader", "vllm", "sglang", "litserve",
 )
 
 

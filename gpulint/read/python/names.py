@@ -45,7 +45,7 @@ MEDIA_DECODERS = ("PIL.Image.open", "cv2.imread", "cv2.imdecode", "torchvision.i
 
 #: imports that are never modules of the repository (the frameworks gpulint knows)
 NOT_LOCAL = ("torch", "transformers", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "tensorflow", "keras",
-             "jax", "flax", "numpy", "datasets", "peft", "trl", "sagemaker", "os", "sys", "json", "time", "math",
+             "jax", "flax", "optax", "orbax", "equinox", "ray", "numpy", "datasets", "peft", "trl", "sagemaker", "os", "sys", "json", "time", "math",
              "argparse", "logging", "random", "functools", "itertools", "collections", "typing", "pathlib")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, autocast_device, norm, qualified, read_again
-from gpulint.read.python.frameworks import deepspeed, hf, hydra, keras, lightning, megatron
+from gpulint.read.python.frameworks import deepspeed, hf, hydra, jax, keras, lightning, megatron
 from gpulint.read.python.index import DTYPE_STRINGS, UNKNOWN, Call, OneOf, PyIndex, dotted
 from gpulint.read.python.names import (ACCELERATOR, AUTOCAST, DS_INIT, HF_ARGS, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN,
                                        TRAINER_BUILDERS, framework_class)
@@ -92,6 +92,7 @@ def precision(f: Facts) -> None:
     _model_casts(f)
     _unread_cells(f)
     _quantized(f)
+    jax.precision(f)  # flax dtypes, jmp policies, JAX's fp32 default (frameworks/jax.py)
 
 
 def _autocast(f: Facts) -> None:
@@ -467,6 +468,7 @@ def _local_fp32_region(c: Call) -> bool:
 
 def tf32(f: Facts) -> None:
     ix = f.ix
+    jax.matmul_precision(f)
     for qual, what in TF32_FLAGS.items():
         for a in ix.assignments_to(qual):
             v = f.ev.value(a.value, a.scope)
