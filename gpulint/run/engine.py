@@ -238,7 +238,8 @@ class Scanner:
     def __init__(self, host: PluginHost, config: Config):
         self.host = host
         self.config = config
-        #: per-file results and the root of the last scan (the language server maps findings back to buffers)
+        #: per-file results and the root of the last scan (the language server maps findings back to buffers); after a
+        #: scan the cache reused whole, each file's kind only (no facts): scan with cache=False to read every file's facts
         self.last_results: dict[str, FileResult] = {}
         self.last_root: Path | None = None
         self.last_cache: FileCache | None = None  # the cache the last scan used (hits and misses), None without one
