@@ -181,6 +181,27 @@ def test_a_trainer_section_without_precision_says_nothing_for_a_trainer_that_set
     assert workload(files)["resolved"]["precision"]["mixed"] is True
 
 
+def test_a_trainer_rebuilt_to_test_after_fit_is_not_the_training_precision():
+    """NeMo's examples fit with the config's Trainer, then build a one-GPU Trainer for the test set: the finding
+    names the config (what decides the training run), never the test Trainer."""
+    code = TRAIN_HYDRA.replace(
+        "    trainer.fit(Net(cfg.model))\n",
+        "    model = Net(cfg.model)\n    trainer.fit(model)\n    if cfg.get('test'):\n"
+        "        trainer = pl.Trainer(devices=1, accelerator=cfg.trainer.accelerator)\n        trainer.test(model)\n")
+    conf = "trainer:\n  accelerator: gpu\n  devices: 2\nmodel:\n  width: 8\n"
+    found = codes(hydra_repo(conf, **{"train.py": code}), "AMP", fields=("code", "path", "line", "message"))
+    assert [(c, p) for c, p, _, _ in found] == [("AMP001", "train.py")]
+    assert found[0][2] != 13 and "train.py:13" not in found[0][3]  # line 13 builds the test Trainer
+    conf = "trainer:\n  accelerator: gpu\n  devices: 2\n  precision: bf16-mixed\nmodel:\n  width: 8\n"
+    assert amp(hydra_repo(conf, **{"train.py": code})) == []
+
+
+def test_a_trainer_that_fits_after_testing_still_sets_the_precision():
+    code = TRAIN_HYDRA.replace("pl.Trainer(**cfg.trainer)", "pl.Trainer(accelerator='gpu', devices=2)").replace(
+        "    trainer.fit(Net(cfg.model))\n", "    model = Net(cfg.model)\n    trainer.validate(model)\n    trainer.fit(model)\n")
+    assert [c for c, _, _ in amp(hydra_repo("model:\n  width: 8\n", **{"train.py": code}))] == ["AMP001"]
+
+
 def test_a_cpu_trainer_config_is_no_gpu_run():
     files = hydra_repo(CONF_FP32.replace("accelerator: gpu", "accelerator: cpu"))
     assert amp(files) == []

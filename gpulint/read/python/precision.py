@@ -201,6 +201,8 @@ def _lightning(f: Facts) -> None:
         q = c.qualname or ""
         built = q.endswith(TRAINER_BUILDERS) and framework_class(q, {}) in LIGHTNING_TRAINERS
         if q in LIGHTNING_TRAINERS or built:
+            if _evaluates_only(ix, c):
+                continue  # a Trainer built to test/validate/predict after training does not set the training's precision
             if f.present(c, "precision"):
                 p = f.val(c, "precision")
                 f.add("precision", lightning.precision_value(p), c.node, "precision")
@@ -217,6 +219,27 @@ def _lightning(f: Facts) -> None:
                       c.node, "precision")
     for c in lightning.cli_runs(f):  # the --config file's trainer.precision (or --trainer.precision) decides
         f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None, "from_config": True}, c.node, "precision")
+
+
+_EVALUATIONS = frozenset({"test", "validate", "predict"})
+
+
+def _evaluates_only(ix: PyIndex, c: Call) -> bool:
+    """Is the Trainer `c` builds used only to test, validate or predict: ``trainer = pl.Trainer(devices=1)`` then
+    ``trainer.test(model)``, with no ``fit`` on that name before the name is bound again (NeMo's examples rebuild a
+    one-GPU Trainer for the test set after ``trainer.fit``)."""
+    name = c.assigned_to
+    if not name:
+        return False
+    used: set[str] = set()
+    for o in ix.calls:
+        if o.order <= c.order or o.scope != c.scope:
+            continue
+        if o.assigned_to == name and o.qualname == c.qualname:
+            break  # the name is bound to a new Trainer
+        if o.receiver == name:
+            used.add(o.attr)
+    return bool(used & _EVALUATIONS) and "fit" not in used
 
 
 def _fsdp(f: Facts) -> None:
