@@ -85,3 +85,24 @@ def test_spot001_fires_when_the_ray_train_job_never_saves():
     # the CheckpointConfig alone (its trainer writes checkpoints at its frequency) is a save again
     files["train.py"] = files["train.py"].replace("failure_config=", "checkpoint_config=CheckpointConfig(checkpoint_frequency=1), failure_config=")
     assert "SPOT001" not in codes(files, "SPOT")
+
+
+RAY_LIGHTNING = """\
+import pytorch_lightning as pl
+from ray.train.lightning import RayDDPStrategy, RayLightningEnvironment, prepare_trainer
+
+
+def train_func(config):
+    trainer = pl.Trainer(max_epochs=3, accelerator="auto", strategy=RayDDPStrategy(),
+                         plugins=[RayLightningEnvironment()])
+    trainer = prepare_trainer(trainer)
+    trainer.fit(Model(), train_dataloaders=loader)
+"""
+
+
+def test_a_lightning_trainer_handed_through_prepare_trainer_still_trains():
+    """Ray Train's prepare_trainer returns the Trainer it configures: its fit is Lightning training."""
+    assert values(RAY_LIGHTNING, "trains") and values(RAY_LIGHTNING, "trains")[0]["via"] == "lightning"
+    other = RAY_LIGHTNING.replace("trainer = prepare_trainer(trainer)", "trainer = make_trainer(trainer)").replace(
+        ", prepare_trainer", "").replace("import pytorch_lightning as pl", "import pytorch_lightning as pl\nfrom tools import make_trainer")
+    assert not values(other, "trains")  # any other call's result is of unknown type

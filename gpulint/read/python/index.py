@@ -31,6 +31,11 @@ from typing import Any, Iterator
 UNKNOWN = object()  # a value that cannot be decided statically
 
 
+#: calls that hand back the object they are given, configured or wrapped, with its methods (Ray Train's prepare_*,
+#: torch.compile): ``x = prepare_trainer(x)`` keeps x's type
+PASSTHROUGH = frozenset({"ray.train.lightning.prepare_trainer", "ray.train.torch.prepare_model", "torch.compile"})
+
+
 @dataclass(frozen=True)
 class OneOf:
     """One of a few literal values, decided at run time: ``torch.bfloat16 if bf16_ok else torch.float16``.
@@ -731,6 +736,9 @@ class _Indexer:
             callee = dotted(value.func)
             # an instance of a class of the file is typed by the class's name (``trainer = ProjectTrainer(...)``)
             q = self.resolve(callee) or (callee if callee in self.ix.classes else None)
+            if q in PASSTHROUGH and value.args and value.args[0].__class__ is ast.Name:
+                # ``trainer = ray.train.lightning.prepare_trainer(trainer)``: the same object, configured; its type holds
+                q = self.ix.var_types.get(value.args[0].id, q)
             if q and "." not in text:
                 self.ix.var_types[text] = q
 
