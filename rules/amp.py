@@ -417,6 +417,9 @@ def _how(wl: Workload, fp16: bool) -> str:
         return f"pass `--{'fp16' if fp16 else 'bf16'} True` or set TrainingArguments({'fp16' if fp16 else 'bf16'}=True)"
     if "megatron_cli" in mech:
         return f"pass `--{'fp16' if fp16 else 'bf16'}` to the training script (Megatron trains in fp32 without it)"
+    if "torchtitan_config" in mech:
+        return (f"set mixed_precision_param = \"{'float16' if fp16 else 'bfloat16'}\" in the job TOML's [training] section "
+                f"(torchtitan's default; mixed_precision_reduce stays float32)")
     if "lightning" in mech:
         return f"use Trainer(precision=\"{'16-mixed' if fp16 else 'bf16-mixed'}\")"
     if "deepspeed" in mech:

@@ -34,6 +34,7 @@ FIELDS = {
     "line": lambda f: f.loc.line,
     "column": lambda f: f.loc.column,
     "message": lambda f: f.message,
+    "guidance": lambda f: f.guidance,
 }
 #: shapes the tests use
 AT = ("code", "path", "line")

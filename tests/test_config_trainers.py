@@ -252,3 +252,81 @@ def test_lightning_cli_without_a_config_is_unknown():
     files = {"main.py": CLI_MAIN, "fit.sh": "python main.py fit --model.width 512\n"}
     assert amp(files) == []
     assert workload(files, "main.py")["resolved"]["precision"]["mixed"] is None
+
+
+# -- torchtitan job TOML (gpulint/read/trainer_toml.py) ------------------------------------------
+TITAN_TRAIN = """\
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    job_config = load_job_config()  # the --job.config_file TOML
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(4096, 4096).cuda())
+    opt = torch.optim.AdamW(model.parameters())
+    for x in loader():
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+#: the same step under an autocast whose dtype the job config names: the code alone leaves the precision undecided
+TITAN_AUTOCAST = TITAN_TRAIN.replace(
+    "    for x in loader():\n        loss = model(x.cuda()).sum()\n",
+    "    dtype = getattr(torch, job_config.training.mixed_precision_param)\n    for x in loader():\n"
+    "        with torch.autocast(\"cuda\", dtype=dtype):\n            loss = model(x.cuda()).sum()\n")
+TITAN_TOML = """\
+[job]
+dump_folder = "./outputs"
+
+[training]
+local_batch_size = 8
+mixed_precision_param = "{dtype}"
+steps = 10000
+
+[checkpoint]
+enable_checkpoint = true
+folder = "checkpoint"
+interval = 500
+"""
+P4D = 'resource "aws_instance" "t" {\n  ami           = "ami-1"\n  instance_type = "p4d.24xlarge"\n}\n'
+
+
+def titan_repo(toml: str, flag: str = "--job.config_file configs/llama.toml", train: str = TITAN_TRAIN) -> dict[str, str]:
+    return {"train.py": train, "run_train.sh": f"#!/bin/bash\ntorchrun --nproc_per_node=8 train.py {flag}\n",
+            "configs/llama.toml": toml, "infra/main.tf": P4D}
+
+
+def test_a_torchtitan_job_toml_in_fp32_fires_at_its_dtype_with_torchtitans_remedy():
+    files = titan_repo(TITAN_TOML.format(dtype="float32"))
+    found = codes(files, "AMP001", fields=("code", "path", "line", "guidance"))
+    assert [(c, p, line) for c, p, line, _ in found] == [("AMP001", "configs/llama.toml", 6)]
+    assert 'mixed_precision_param = "bfloat16"' in found[0][3]
+    wl = workload(files)
+    assert wl["configs"] == ["configs/llama.toml"]
+    assert wl["resolved"]["checkpoint"]["saves"] and wl["resolved"]["checkpoint"]["resumes"]  # enable_checkpoint, load_step -1
+
+
+def test_a_torchtitan_job_toml_in_bf16_decides_the_run():
+    assert amp(titan_repo(TITAN_TOML.format(dtype="bfloat16"))) == []
+    assert workload(titan_repo(TITAN_TOML.format(dtype="bfloat16")))["resolved"]["precision"]["mixed"] is True
+
+
+def test_a_dtype_the_code_reads_at_run_time_stays_undecided():
+    """The autocast's dtype comes from the job config at run time: gpulint does not tie the expression to the TOML key,
+    so the run stays undecided (silent), whatever the TOML or its absence says."""
+    no_key = TITAN_TOML.replace('mixed_precision_param = "{dtype}"\n', "")
+    assert amp(titan_repo(no_key, train=TITAN_AUTOCAST)) == []
+    assert amp(titan_repo(TITAN_TOML.format(dtype="float32"), train=TITAN_AUTOCAST)) == []
+
+
+def test_a_toml_that_is_no_torchtitan_job_or_is_not_passed_links_nothing():
+    other = "[tool.black]\nline-length = 100\n[training]\nmixed_precision_param = \"bfloat16\"\n"  # no [job]
+    assert [(c, p) for c, p, _ in codes(titan_repo(other), "AMP001", fields=AT)] == [("AMP001", "train.py")]  # the code's fp32
+    unlinked = workload(titan_repo(TITAN_TOML.format(dtype="bfloat16"), flag=""))
+    assert unlinked["configs"] == [] and unlinked["resolved"]["precision"]["mixed"] is False

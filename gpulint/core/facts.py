@@ -135,7 +135,7 @@ register("precision", "code", _obj(("mechanism",), mechanism=STR, dtype=_or(OPT_
                                    from_launcher=BOOL, from_config=BOOL, undecided=STR, auto=BOOL, default=BOOL, load_dtype=BOOL, guarded=BOOL, local=BOOL),
          "A mixed-precision mechanism and whether it is on: mechanism autocast, hf_args, hf_cli, hf_args_file, accelerate, "
          "accelerate_config, lightning, deepspeed, fsdp, keras, jax (a Flax dtype=/param_dtype=, a module field's 16-bit default, "
-         "an .astype cast; default: a JAX trainer that sets none computes in fp32), jmp (a jmp policy's compute dtype), model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
+         "an .astype cast; default: a JAX trainer that sets none computes in fp32), jmp (a jmp policy's compute dtype), torchtitan_config (a torchtitan job TOML's [training] mixed_precision_param), model_cast, launcher, megatron_cli (its --bf16/--fp16 flags; replaced_by: the flag that reads them from a file instead), unread_cell (a notebook cell that did not parse mentions a dtype or a model load: undecided); dtype bf16|fp16|fp8|fp32|no|null; "
          "from_config: set by a config the code passes (Trainer(**cfg.trainer)): a linked config decides; "
          "undecided: why the value is not known (a config value that is an interpolation); "
          "guarded: it sits under an if whose test decides it (enabled is that flag, or null when the test cannot be read); "
@@ -169,11 +169,11 @@ register("checkpoint.save", "code", _obj(("via",), via=STR, dir=_or(OPT_STR, CLI
          "A checkpoint is saved: torch.save, save_pretrained, save_state, save_checkpoint, hf_trainer, lightning, dcp, "
          "keras.ModelCheckpoint, keras.BackupAndRestore, tf.train.Checkpoint, keras.save (model.save/save_weights), flax "
          "(flax.training.checkpoints), orbax (a Checkpointer/CheckpointManager save, ocp.args.*Save), ray.train.report (with a "
-         "checkpoint), ray.CheckpointConfig ...; dir when literal.")
+         "checkpoint), ray.CheckpointConfig, torchtitan_config (a job TOML's [checkpoint] enable_checkpoint, folder) ...; dir when literal.")
 register("checkpoint.resume", "code", _obj(("via",), via=STR, value=ANY),
          "Training restores from a checkpoint: load_state_dict, resume_from_checkpoint, ckpt_path, load_state, load_checkpoint, dcp, "
          "keras.BackupAndRestore, tf.train.Checkpoint (restore/read), keras.load_weights, keras.load_model, "
-         "flax (restore_checkpoint), orbax (restore, ocp.args.*Restore), ray.train.get_checkpoint.")
+         "flax (restore_checkpoint), orbax (restore, ocp.args.*Restore), ray.train.get_checkpoint, torchtitan_config (load_step -1: the newest step of its folder).")
 register("model.name", "code", _t("string"),
          "A model loaded by name (from_pretrained(\"meta-llama/Llama-2-70b-hf\")); attrs: load_in_4bit, load_in_8bit, quantization_config, "
          "cli_arg (the name is that flag's argparse default: the launchers' value decides).")

@@ -357,7 +357,7 @@ def _resolve_config(path: str | None, near: str, repo: Repo, entry: str | None =
         if c in repo.kinds:
             return c
     tail = "/".join(path.split("/")[-2:])
-    matches = [p for p in repo.kinds if (p == tail or p.endswith("/" + tail)) and repo.kinds[p] in ("json", "yaml")]
+    matches = [p for p in repo.kinds if (p == tail or p.endswith("/" + tail)) and repo.kinds[p] in ("json", "yaml", "toml")]
     if "/" not in path:
         # a bare name (``--deepspeed ds_config.json``) is a file of the folder the job runs in: beside the launcher or
         # the script it starts (a SageMaker source_dir), or one folder up; not a namesake anywhere (a launcher that
@@ -803,7 +803,7 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
                     flag, value = (before if isinstance(before, str) and before.startswith("-") else ""), arg
                 if flag and _DATA_FLAG.search(flag.lstrip("-")):
                     continue  # --train_file data/train.json, --meta_path shell/data/mix.json: data the script reads
-                if value.endswith((".json", ".yaml", ".yml")) and not value.startswith("-"):
+                if value.endswith((".json", ".yaml", ".yml", ".toml")) and not value.startswith("-"):
                     _attach_config(wl, _resolve_config(value, f.loc.path, repo, wl.entrypoint), repo, f"launcher: {f.loc.short()} passes it")
     # 2. the configuration's workloads table
     for row in table or []:

@@ -153,6 +153,12 @@ def _clusters(source: Source) -> list[Fact]:
     return read_clusters(source)
 
 
+def _trainer_toml(source: Source) -> list[Fact]:
+    from gpulint.read.trainer_toml import toml_facts  # on first use: most repositories hold no job TOML
+
+    return toml_facts(source)
+
+
 def _packaging(source: Source) -> list[Fact]:
     if source.path.rsplit("/", 1)[-1] not in ("setup.py", "pyproject.toml", "setup.cfg"):
         return []
@@ -181,6 +187,8 @@ def gpulint_fact_extractors():
     return [
         Extractor("python", ("python", "notebook"), _python, needs=ML_WORDS),
         Extractor("configs", ("yaml", "json"), _configs),
+        # torchtitan's job TOML (``--job.config_file``): its [training] dtype, [checkpoint] and [activation_checkpoint]
+        Extractor("trainer-toml", ("toml",), _trainer_toml, needs=("[job]",)),
         Extractor("notebook-shell", ("notebook", "python"), _notebook_shell),  # python: Databricks notebook sources
         Extractor("yaml-infra", ("yaml",), _yaml_infra, needs=("apiVersion", "resources", "run:", "num_nodes", "workerPoolSpecs", "azureml", "command:", "cmd:",
                                                            "entrypoint:")),
