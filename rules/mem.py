@@ -14,7 +14,7 @@ from gpulint.rulekit import (
     CostImpact, Estimate, Example, Expect, FIT_SHARE_COUNTED, FIT_SHARE_LOWER_BOUND, GB, GiB, Location, OPT_WORDS,
     Profile, Related, ResolvedCompute, Rule, Severity, TrainingSetup, Workload, avoidable, cheaper_fit,
     checkpointing_needed, compute_of, compute_related, conservative_estimate, estimate_inference, fit_inputs, fits,
-    hookimpl, idle_gpus, mem002_confidence, model_parallel_hint, optimistic_per_gpu, optimistic_training,
+    hookimpl, idle_gpus, mem002_confidence, model_parallel_hint, on_gpu, optimistic_per_gpu, optimistic_training,
     processes_per_node, profile, shape_of, toy_workload, trains_on_gpu, unpriced, uses_multi_gpu,
 )
 
@@ -648,6 +648,8 @@ class IdleGpus(Rule):
         process counts as using every GPU when the code uses ``DataParallel``/DDP/FSDP, HF Trainer,
         Lightning, DeepSpeed, Keras or Ray Train (its ``ScalingConfig`` starts the GPU workers), or loads a
         HF model (``device_map="auto"`` may spread it), and tensor/pipeline-parallel arguments keep it silent.
+        A job whose script is in its image (the code is unknown) is judged on a multi-process launcher's
+        count alone (``torchrun --nproc_per_node 4`` on 8 GPUs); a single process of unseen code stays silent.
     Why it costs money:
         Cloud GPUs are billed per instance: on an 8-GPU node, a one-process job pays for seven GPUs
         that never run a kernel.
@@ -747,11 +749,13 @@ spec:
             if wl.compute is not None:
                 users[wl.compute.id] = users.get(wl.compute.id, 0) + 1
         for wl in workloads:
-            if trains_on_gpu(wl) is None or wl.compute is None or users[wl.compute.id] > 1:
+            # a job whose code is not in the repository trains by its launcher's word (gpulint.link.workloads._launch_training)
+            unseen = not wl.code_known and bool(wl.launch_training) and on_gpu(wl)
+            if (trains_on_gpu(wl) is None and not unseen) or wl.compute is None or users[wl.compute.id] > 1:
                 continue  # several workloads share the compute: each may use its own GPUs
             got = idle_gpus(wl)
-            if got is None:
-                continue
+            if got is None or (unseen and got[0] < 2):
+                continue  # one process of code gpulint cannot read may drive every GPU (DataParallel, device_map)
             procs, gpn, launcher = got
             c = compute_of(wl)
             idle = gpn - procs

@@ -352,3 +352,18 @@ def test_a_job_without_partition_is_not_placed_on_a_cluster_template_far_from_it
              "examples/esm/train.sbatch": SBATCH.format(extra="")}
     wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "examples/esm/train.py")
     assert wl["compute"].get("placed_on") is None
+
+
+@pytest.mark.parametrize("procs, fires", [("4", True), ("8", False), ("1", False), ("$NPROC", False)])
+def test_idle_gpus_on_an_image_job_go_by_the_launchers_process_count(procs, fires):
+    """MEM004 on an infrastructure-only job: torchrun starting 4 processes on an 8-GPU p5 leaves 4 idle whatever the
+    image's code does; one process of unseen code may drive every GPU (DataParallel, device_map), so it stays silent,
+    as does a count read from a variable."""
+    job = IMAGE_JOB.replace("--nproc_per_node=8", f"--nproc_per_node={procs}")
+    result = scan_files({"k8s/job.yaml": job})
+    [wl] = result.workloads
+    assert wl["code_known"] is False
+    mem004 = [f for f in result.findings if f.code == "MEM004"]
+    assert bool(mem004) == fires, mem004
+    if fires:
+        assert "4 of 8 GPUs are billed and idle" in mem004[0].message and mem004[0].loc.path == "k8s/job.yaml"
