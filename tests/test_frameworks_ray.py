@@ -106,3 +106,42 @@ def test_a_lightning_trainer_handed_through_prepare_trainer_still_trains():
     other = RAY_LIGHTNING.replace("trainer = prepare_trainer(trainer)", "trainer = make_trainer(trainer)").replace(
         ", prepare_trainer", "").replace("import pytorch_lightning as pl", "import pytorch_lightning as pl\nfrom tools import make_trainer")
     assert not values(other, "trains")  # any other call's result is of unknown type
+
+
+RAY_AIR_HF = """\
+from transformers import AutoModelForSeq2SeqLM, Trainer, TrainingArguments
+from ray.train.huggingface import HuggingFaceTrainer
+from ray.air.config import ScalingConfig
+
+use_gpu = {use_gpu}
+
+
+def trainer_init_per_worker(train_dataset, eval_dataset=None, **config):
+    model = AutoModelForSeq2SeqLM.from_pretrained("google/flan-t5-base")
+    args = TrainingArguments("out", num_train_epochs=3, per_device_train_batch_size=8)
+    return Trainer(model=model, args=args, train_dataset=train_dataset)
+
+
+trainer = HuggingFaceTrainer(
+    trainer_init_per_worker=trainer_init_per_worker,
+    scaling_config=ScalingConfig(num_workers=4, use_gpu=use_gpu),
+    datasets={{"train": train_ds}},
+)
+result = trainer.fit()
+"""
+
+
+def test_ray_airs_huggingface_trainer_trains_the_trainer_its_init_function_returns():
+    """Ray AIR's HuggingFaceTrainer calls the returned Trainer's train() itself: its fit() is HF Trainer training,
+    judged like one (fp32 TrainingArguments on Ray's GPU workers)."""
+    code = RAY_AIR_HF.format(use_gpu="True")
+    assert [v["via"] for v in values(code, "trains")] == ["hf_trainer"]
+    assert codes({"train.py": code}, "AMP001") == ["AMP001"]
+    unfit = code.replace("result = trainer.fit()\n", "")
+    assert not values(unfit, "trains")  # built but never fitted
+
+
+def test_a_ray_scaling_config_without_gpus_runs_its_workers_on_cpus():
+    code = RAY_AIR_HF.format(use_gpu="False")
+    assert values(code, "cpu_only") == [{"via": "ray.train ScalingConfig without GPUs", "declared": True}]
+    assert codes({"train.py": code}, "AMP") == []

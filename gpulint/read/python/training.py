@@ -19,7 +19,7 @@ import ast
 from gpulint.core.model import Fact
 from gpulint.read.python.benchmark import benchmarked_step, demo
 from gpulint.read.python.common import Facts, classes_around, owner
-from gpulint.read.python.frameworks import jax, keras, lightning
+from gpulint.read.python.frameworks import jax, keras, lightning, ray
 from gpulint.read.python.index import Call, PyIndex, literal
 from gpulint.read.python.names import (ACCELERATOR, DS_INIT, HF_TRAINERS, LIGHTNING_CLI, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN, NOT_LOCAL,
                                        framework_class, trainer_classes)
@@ -115,6 +115,8 @@ def _platform_loops(f: Facts) -> None:
         if any(x.attr == "backward" for x in ix.calls):
             f.add("trains", {"via": "deepspeed"}, c.node, "deepspeed.initialize", **owner(ix, c))
     jax.training(f)  # a jax.grad applied by optax / a flax TrainState (frameworks/jax.py)
+    if not any(x.kind == "trains" for x in f.out):
+        ray.training(f)  # Ray AIR's HuggingFaceTrainer/LightningTrainer run the trainer they build (frameworks/ray.py)
 
 
 def _in_autograd_function(ix: PyIndex, c: Call) -> bool:

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulint.read.python.common import Facts, norm
+from gpulint.read.python.common import Facts, norm, owner
 from gpulint.read.python.index import Call
 
 _PREFIXES = ("ray.train.", "ray.air.")
+_WRAPPED_NAMES = ("ray.train.huggingface.HuggingFaceTrainer", "ray.train.huggingface.TransformersTrainer",
+                  "ray.train.hf_transformers.TransformersTrainer", "ray.train.lightning.LightningTrainer")
 #: the calls that say the file runs Ray Train (its trainers, its config, its per-worker helpers)
 RAY_TRAIN = {"ray.train.torch.TorchTrainer", "ray.train.ScalingConfig", "ray.air.config.ScalingConfig", "ray.air.ScalingConfig",
-             "ray.train.torch.prepare_model", "ray.train.lightning.RayDDPStrategy", "ray.train.huggingface.TransformersTrainer"}
+             "ray.train.torch.prepare_model", "ray.train.lightning.RayDDPStrategy", *_WRAPPED_NAMES}
 SCALING = {"ray.train.ScalingConfig", "ray.air.config.ScalingConfig", "ray.air.ScalingConfig"}
 FAILURE = {"ray.train.FailureConfig", "ray.air.config.FailureConfig", "ray.air.FailureConfig"}
 CHECKPOINT_CONFIG = {"ray.train.CheckpointConfig", "ray.air.config.CheckpointConfig", "ray.air.CheckpointConfig"}
@@ -50,6 +52,10 @@ def scaling(f: Facts) -> None:
             total = workers * (per or 1) if isinstance(workers, int) else None
             f.add("uses_gpu", {"via": "ray.train", **({"several": True} if isinstance(total, (int, float)) and total > 1 else {})},
                   c.node, c.qualname)
+        elif gpu is False:
+            # Ray hides every GPU from workers that asked for none (use_gpu defaults to False): whatever the training
+            # function does with CUDA, it runs on CPUs
+            f.add("cpu_only", {"via": "ray.train ScalingConfig without GPUs", "declared": True}, c.node, c.qualname)
 
 
 def _count(f: Facts, c: Call, kw: str, pos: int | None) -> int | None:
@@ -64,6 +70,26 @@ def _gpus_per_worker(f: Facts, c: Call) -> Any:
         n = res.get("GPU", res.get("gpu"))
         return n if isinstance(n, (int, float)) and not isinstance(n, bool) else None
     return None
+
+
+# -- training ---------------------------------------------------------------------------------------
+#: Ray trainers that build a framework trainer in a function of the script (``trainer_init_per_worker`` returns a
+#: ``transformers.Trainer``; ``LightningTrainer`` takes a config) and run its training loop themselves on ``fit()``
+_WRAPPED = {"ray.train.huggingface.HuggingFaceTrainer": "hf_trainer", "ray.train.huggingface.TransformersTrainer": "hf_trainer",
+            "ray.train.hf_transformers.TransformersTrainer": "hf_trainer", "ray.train.lightning.LightningTrainer": "lightning"}
+
+
+def training(f: Facts) -> None:
+    """``HuggingFaceTrainer(trainer_init_per_worker=...).fit()`` trains: Ray calls the returned Trainer's ``train()``,
+    which the script never calls by name (Ray AIR's API, 2.0-2.6)."""
+    ix = f.ix
+    for c in ix.calls_to(*_WRAPPED):
+        if not c.assigned_to:
+            continue
+        fit = next((o for o in ix.calls if o.attr == "fit" and o.receiver == c.assigned_to and o.scope == c.scope
+                    and o.order > c.order), None)
+        if fit is not None:
+            f.add("trains", {"via": _WRAPPED[c.qualname]}, fit.node, c.qualname, **owner(ix, fit))
 
 
 # -- distributed ------------------------------------------------------------------------------------
