@@ -65,8 +65,12 @@ class MissingMixedPrecision(Rule):
         hourly price of the workload's instances x (1 - 1/1.5). The figure is attached only where
         that assumption plausibly holds: a known instance and a model of at least 20M parameters
         (named in the code, a config.json or the workloads table), whose step is bound by Tensor-Core
-        math. For smaller or unknown models the finding stands but carries no figure, and says why.
+        math. For smaller or unknown models the finding stands but carries no figure, and says why;
+        likewise where fp32 matmuls already run on TF32 (a switch in the code, or TensorFlow 2.4+ and
+        JAX on Ampere and newer GPUs, which use TF32 by default): the 1.5x is measured against plain fp32.
     Sources:
+        TensorFlow tf.config.experimental.enable_tensor_float_32_execution (TF32 on by default since 2.4);
+        JAX jax.default_matmul_precision and jax-ml/jax#18934 (DEFAULT precision is TF32 on A100/H100);
         PyTorch AMP recipe (pytorch.org/tutorials/recipes/recipes/amp_recipe.html); NVIDIA A100
         datasheet figures; PyTorch blog "What Every User Should Know About Mixed Precision Training".
     """
@@ -300,6 +304,7 @@ Trainer(model=model, args=args).train()
         spend_unknown = gpu_spend_unknown(wl)
         unsized = None if toy or deliberate or bench or spend_unknown else unsized_spend(wl)
         tf32 = _tf32_on(wl)
+        default_tf32 = _framework_tf32(wl, c) if tf32 is None else None
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
@@ -309,14 +314,16 @@ Trainer(model=model, args=args).train()
             + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if spend_unknown == NOTEBOOK_MACHINE_UNKNOWN else "")
             + (f" (nothing sizes the spend: {unsized})" if unsized else "")
             + (f"; TF32 is on ({tf32.loc.short()}): matmuls already use Tensor Cores, bf16 would still halve activation "
-               "memory and double their peak rate" if tf32 is not None else ""),
+               "memory and double their peak rate" if tf32 is not None else "")
+            + (f"; {default_tf32}: bf16 would still halve activation memory and double the matmuls' peak rate"
+               if default_tf32 else ""),
             # code that would train on the CPU as well, a notebook on a machine nobody names, one unnamed GPU for a
             # model of unknown size: advice
             severity=Severity.INFO if toy or deliberate or bench or spend_unknown or unsized else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),
-            cost=_amp_cost(wl, tf32),
+            cost=_amp_cost(wl, tf32, default_tf32),
             workload=wl.name,
             fix=fixes.enable_bf16(at, wl),
         )
@@ -358,9 +365,26 @@ def _tf32_on(wl: Workload):
     return min((f for f in _matmul_tf32(wl) if f.value.get("enabled") is True), key=lambda f: f.loc, default=None)
 
 
-def _amp_cost(wl: Workload, tf32):
-    """AMP001's figure; `tf32` is the fact that turns TF32 on (_tf32_on), if any."""
+def _framework_tf32(wl: Workload, c) -> str | None:
+    """Why fp32 matmuls already run on TF32 Tensor Cores without a switch, or None: TensorFlow (2.4+) and JAX (XLA's
+    DEFAULT precision) use TF32 for fp32 matmuls on Ampere and newer GPUs unless the code turns it off."""
+    if c is None or c.architecture not in _AMPERE_PLUS or any(f.value.get("enabled") is not True for f in _matmul_tf32(wl)):
+        return None  # an unknown or pre-Ampere GPU, or a switch that turns TF32 off (or is decided at run time)
+    via = (training_fact(wl).value.get("via") if training_fact(wl) is not None else None)
+    if via in ("keras", "tensorflow"):
+        return f"TensorFlow runs fp32 matmuls on TF32 by default on {c.gpu_model} (since 2.4)"
+    if via == "jax":
+        return f"JAX runs fp32 matmuls on TF32 by default on {c.gpu_model} (XLA's DEFAULT matmul precision)"
+    return None
+
+
+def _amp_cost(wl: Workload, tf32, default_tf32: str | None = None):
+    """AMP001's figure; `tf32` is the fact that turns TF32 on (_tf32_on), if any; `default_tf32` why the framework runs
+    TF32 without one (_framework_tf32)."""
     assumption = f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)"
+    if default_tf32:
+        return unpriced(f"No hourly figure: {default_tf32}, so fp32 matmuls already run on Tensor Cores; the {AMP_SPEEDUP}x "
+                        "assumed against plain fp32 does not hold against TF32, and what bf16 adds over it depends on the model.")
     if tf32 is not None:
         # the 1.5x is measured against plain fp32; TF32 already runs fp32 matmuls on Tensor Cores, and what bf16 adds
         # over it (half the activation memory and bandwidth, twice TF32's peak matmul rate) depends on the model

@@ -1234,3 +1234,38 @@ def test_amp001_guidance_fits_the_gpu_or_says_both_when_it_is_unknown(instance, 
     (amp,) = [f for f in scan_files({"train.py": FP32_TRAIN, **infra}).findings if f.code == "AMP001"]
     assert all(s in amp.guidance for s in says), amp.guidance
     assert not any(s in amp.guidance for s in never), amp.guidance
+
+
+_KERAS_FIT = """\
+import tensorflow as tf
+from tensorflow import keras
+
+model = keras.applications.ResNet50(weights=None, classes=1000)
+model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+model.fit(train_ds, epochs=90)
+"""
+_JAX_STEP = """\
+import jax
+import optax
+from flax.training import train_state
+
+@jax.jit
+def train_step(state, batch):
+    grads = jax.grad(lambda p: loss_fn(state.apply_fn, p, batch))(state.params)
+    return state.apply_gradients(grads=grads)
+
+for batch in loader:
+    state = train_step(state, batch)
+"""
+_TF = 'resource "aws_instance" "t" {{\n  ami           = "ami-1"\n  instance_type = "{instance}"\n}}\n'
+
+
+@pytest.mark.parametrize("code, words", [(_KERAS_FIT, "TensorFlow runs fp32 matmuls on TF32 by default"),
+                                         (_JAX_STEP, "JAX runs fp32 matmuls on TF32 by default")])
+def test_amp001_on_tensorflow_or_jax_says_tf32_is_already_on_for_ampere_and_claims_no_figure(code, words):
+    """TensorFlow 2.4+ and JAX run fp32 matmuls on TF32 Tensor Cores on Ampere+ without a switch: the 1.5x saving
+    assumed against plain fp32 would overstate, so the finding says why and prices nothing; on a V100 it does not."""
+    [f] = findings({"train.py": code, "infra/main.tf": _TF.format(instance="p4d.24xlarge")}, "AMP001")
+    assert words in f.message and f.cost_impact.usd_per_hour is None and words in f.cost_impact.basis
+    [v100] = findings({"train.py": code, "infra/main.tf": _TF.format(instance="p3.8xlarge")}, "AMP001")
+    assert "TF32" not in v100.message
