@@ -410,3 +410,51 @@ def test_workloads_report_says_why_a_workload_is_tutorial_sized(tmp_path):
     scan = json.loads(run_cli("scan", str(tmp_path), "--format", "json", "--select", "AMP001", cwd=ROOT).stdout)
     amp = {f["path"]: f for f in scan["findings"]}
     assert set(amp) == {"big.py"}
+
+
+_HASH_SENSITIVE = """\
+import torch
+
+def setup(cfg):
+    if cfg.tf32:
+        torch.set_float32_matmul_precision("high")
+        torch.backends.fp32_precision = "tf32"
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+        torch.backends.cudnn.conv.fp32_precision = "tf32"
+
+setup(load())
+model = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_the_report_is_the_same_bytes_whatever_pythons_hash_seed(tmp_path):
+    """Facts read by iterating a set of names came out in a different order per process (string hashes are salted
+    per process), so a cold and a warm scan of one repository could differ: every ordering is stable."""
+    (tmp_path / "train.py").write_text(_HASH_SENSITIVE)
+    outs = set()
+    for seed in ("0", "1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-m", "gpulint", "scan", str(tmp_path), "--format", "json", "--no-cache",
+                               "--exit-zero"], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        outs.add(json.dumps(report["workloads"]))
+    assert len(outs) == 1
+
+
+@pytest.mark.parametrize("fixture", ["wl-k8s-efa", "cfg-nemo-asr", "jax-flax-bf16", "spot-sagemaker-keras",
+                                     "ray-train-spot-checkpoints", "wl-terraform-aws"])
+def test_fixture_reports_do_not_depend_on_the_hash_seed(fixture):
+    outs = set()
+    for seed in ("1", "2", "3"):
+        proc = subprocess.run([sys.executable, "-m", "gpulint", "scan", str(FIXTURES / fixture), "--format", "json",
+                               "--no-cache", "--exit-zero"], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed})
+        assert proc.returncode == 0, proc.stderr
+        outs.add(proc.stdout)
+    assert len(outs) == 1

@@ -496,7 +496,7 @@ def tf32(f: Facts) -> None:
         for a in ix.assignments_to(qual):
             v = f.ev.value(a.value, a.scope)
             f.add("tf32", {"enabled": norm(v), "via": qual, "what": what}, a.node, qual)
-    for qual in TF32_PRECISION:
+    for qual in sorted(TF32_PRECISION):  # a set: its order changes with every process (PYTHONHASHSEED)
         for a in ix.assignments_to(qual):
             v = f.ev.value(a.value, a.scope)
             f.add("tf32", {"enabled": None if v is UNKNOWN else v == "tf32", "via": qual, "what": "matmul"}, a.node, qual)
