@@ -55,7 +55,7 @@ from gpulint.resolve.memory import Estimate, GiB, TrainingSetup, estimate_infere
 from gpulint.resolve.precision import flag_value, resolve_cli
 from gpulint.resolve.questions import (
     GPU_LAUNCHERS, NOTEBOOK_MACHINE_UNKNOWN, OFF_GPU_HOST, WEAK_GPU_EVIDENCE, benchmark_of, compute_related,
-    gpu_evidence, gpu_phrase, gpu_spend_unknown, multi_gpu, on_gpu, toy_workload, training_fact, trains_on_gpu,
+    gpu_evidence, gpu_phrase, gpu_spend_unknown, launch_trains_on_gpu, multi_gpu, on_gpu, toy_workload, training_fact, trains_on_gpu,
     unsized_spend,
 )
 from gpulint.resolve.results import BATCH, CPU, GPU, INFERENCE, TRAINING, UNKNOWN, ResolvedCompute
@@ -71,7 +71,7 @@ __all__ = [
     "Workload", "ResolvedCompute", "GPU", "CPU", "UNKNOWN", "TRAINING", "INFERENCE", "BATCH",
     # questions of a workload
     "GPU_LAUNCHERS", "NOTEBOOK_MACHINE_UNKNOWN", "OFF_GPU_HOST", "WEAK_GPU_EVIDENCE", "benchmark_of",
-    "compute_related", "gpu_evidence", "gpu_phrase", "gpu_spend_unknown", "multi_gpu", "on_gpu", "toy_workload",
+    "compute_related", "gpu_evidence", "gpu_phrase", "gpu_spend_unknown", "launch_trains_on_gpu", "multi_gpu", "on_gpu", "toy_workload",
     "training_fact", "trains_on_gpu", "unsized_spend",
     # cost
     "avoidable", "compute_of", "price_basis", "unpriced",

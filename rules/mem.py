@@ -14,8 +14,8 @@ from gpulint.rulekit import (
     CostImpact, Estimate, Example, Expect, FIT_SHARE_COUNTED, FIT_SHARE_LOWER_BOUND, GB, GiB, Location, OPT_WORDS,
     Profile, Related, ResolvedCompute, Rule, Severity, TrainingSetup, Workload, avoidable, cheaper_fit,
     checkpointing_needed, compute_of, compute_related, conservative_estimate, estimate_inference, fit_inputs, fits,
-    hookimpl, idle_gpus, mem002_confidence, model_parallel_hint, on_gpu, optimistic_per_gpu, optimistic_training,
-    processes_per_node, profile, shape_of, toy_workload, trains_on_gpu, unpriced, uses_multi_gpu,
+    hookimpl, idle_gpus, launch_trains_on_gpu, mem002_confidence, model_parallel_hint, optimistic_per_gpu,
+    optimistic_training, processes_per_node, profile, shape_of, toy_workload, trains_on_gpu, unpriced, uses_multi_gpu,
 )
 
 
@@ -749,8 +749,7 @@ spec:
             if wl.compute is not None:
                 users[wl.compute.id] = users.get(wl.compute.id, 0) + 1
         for wl in workloads:
-            # a job whose code is not in the repository trains by its launcher's word (gpulint.link.workloads._launch_training)
-            unseen = not wl.code_known and bool(wl.launch_training) and on_gpu(wl)
+            unseen = launch_trains_on_gpu(wl)
             if (trains_on_gpu(wl) is None and not unseen) or wl.compute is None or users[wl.compute.id] > 1:
                 continue  # several workloads share the compute: each may use its own GPUs
             got = idle_gpus(wl)

@@ -11,7 +11,7 @@ import posixpath
 
 from gpulint.rulekit import (
     CPU, CostImpact, Example, Expect, Location, ResolvedCompute, Rule, Severity, Workload, benchmark_of, compute_of,
-    compute_related, hookimpl, on_gpu, price_basis, training_fact, trains_on_gpu,
+    compute_related, hookimpl, launch_trains_on_gpu, price_basis, training_fact, trains_on_gpu,
 )
 
 # Instance-local or in-memory locations an interruption (a new VM) wipes (training-facts §5.1/§5.2).
@@ -28,8 +28,7 @@ def on_spot(wl: Workload) -> bool:
 def trains_a_model_on_spot(wl: Workload) -> bool:
     """GPU training on spot capacity whose state is worth keeping: what SPOT001/002/004 judge (a benchmark
     keeps no state worth a checkpoint)."""
-    # a job whose code is not in the repository trains by its launcher's word (gpulint.link.workloads._launch_training)
-    trains = trains_on_gpu(wl) is not None or (not wl.code_known and bool(wl.launch_training) and on_gpu(wl))
+    trains = trains_on_gpu(wl) is not None or launch_trains_on_gpu(wl)
     return trains and on_spot(wl) and benchmark_of(wl) is None
 
 

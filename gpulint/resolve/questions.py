@@ -136,6 +136,12 @@ def trains_on_gpu(wl: Workload) -> Fact | None:
     return t if t is not None and on_gpu(wl) else None
 
 
+def launch_trains_on_gpu(wl: Workload) -> bool:
+    """Does a job whose code is not in the repository train on a GPU by its launcher's word (a training launcher on GPU
+    compute, gpulint.link.workloads._launch_training)? The rules that judge launcher and compute ask this of it."""
+    return not wl.code_known and bool(wl.launch_training) and on_gpu(wl)
+
+
 def compute_related(wl: Workload) -> list[Related]:
     """Related locations of a cross-file finding: the compute target and the first launchers."""
     out = []
