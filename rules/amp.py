@@ -304,7 +304,8 @@ Trainer(model=model, args=args).train()
         spend_unknown = gpu_spend_unknown(wl)
         unsized = None if toy or deliberate or bench or spend_unknown else unsized_spend(wl)
         tf32 = _tf32_on(wl)
-        default_tf32 = _framework_tf32(wl, c) if tf32 is None else None
+        # why fp32 matmuls already run on TF32 Tensor Cores: a switch in the code, or the framework's default
+        tf32_on = f"TF32 is on ({tf32.loc.short()})" if tf32 is not None else _framework_tf32(wl, c)
         yield self.finding(
             at.loc,
             f"{_what(trains)} runs in fp32 {gpu_phrase(wl)}; {how}"
@@ -313,17 +314,15 @@ Trainer(model=model, args=args).train()
             + (f" (a benchmark or demo, by its {bench.value.get('via')}: fp32 may be what it measures)" if bench else "")
             + (f" ({NOTEBOOK_MACHINE_UNKNOWN})" if spend_unknown == NOTEBOOK_MACHINE_UNKNOWN else "")
             + (f" (nothing sizes the spend: {unsized})" if unsized else "")
-            + (f"; TF32 is on ({tf32.loc.short()}): matmuls already use Tensor Cores, bf16 would still halve activation "
-               "memory and double their peak rate" if tf32 is not None else "")
-            + (f"; {default_tf32}: bf16 would still halve activation memory and double the matmuls' peak rate"
-               if default_tf32 else ""),
+            + (f"; {tf32_on}: matmuls already use Tensor Cores, bf16 would still halve activation memory and double "
+               "their peak rate" if tf32_on else ""),
             # code that would train on the CPU as well, a notebook on a machine nobody names, one unnamed GPU for a
             # model of unknown size: advice
             severity=Severity.INFO if toy or deliberate or bench or spend_unknown or unsized else None,
             symbol=f"{wl.entrypoint}:{at.key or 'train'}",
             related=related,
             guidance=_guidance(wl),
-            cost=_amp_cost(wl, tf32, default_tf32),
+            cost=_amp_cost(wl, tf32_on),
             workload=wl.name,
             fix=fixes.enable_bf16(at, wl),
         )
@@ -370,25 +369,19 @@ def _framework_tf32(wl: Workload, c) -> str | None:
     DEFAULT precision) use TF32 for fp32 matmuls on Ampere and newer GPUs unless the code turns it off."""
     if c is None or c.architecture not in _AMPERE_PLUS or any(f.value.get("enabled") is not True for f in _matmul_tf32(wl)):
         return None  # an unknown or pre-Ampere GPU, or a switch that turns TF32 off (or is decided at run time)
-    via = (training_fact(wl).value.get("via") if training_fact(wl) is not None else None)
-    if via in ("keras", "tensorflow"):
-        return f"TensorFlow runs fp32 matmuls on TF32 by default on {c.gpu_model} (since 2.4)"
-    if via == "jax":
-        return f"JAX runs fp32 matmuls on TF32 by default on {c.gpu_model} (XLA's DEFAULT matmul precision)"
-    return None
+    trains = training_fact(wl)
+    framework, since = _TF32_BY_DEFAULT.get(trains.value.get("via"), (None, None)) if trains is not None else (None, None)
+    return f"{framework} runs fp32 matmuls on TF32 by default on {c.gpu_model} ({since})" if framework else None
 
 
-def _amp_cost(wl: Workload, tf32, default_tf32: str | None = None):
-    """AMP001's figure; `tf32` is the fact that turns TF32 on (_tf32_on), if any; `default_tf32` why the framework runs
-    TF32 without one (_framework_tf32)."""
+def _amp_cost(wl: Workload, tf32_on: str | None):
+    """AMP001's figure; `tf32_on` says why fp32 matmuls already run on TF32 (a switch, _tf32_on, or the framework's
+    default, _framework_tf32), if they do."""
     assumption = f"mixed precision assumed {AMP_SPEEDUP}x faster end to end (vendor figures 2-3x on Tensor-Core GPUs)"
-    if default_tf32:
-        return unpriced(f"No hourly figure: {default_tf32}, so fp32 matmuls already run on Tensor Cores; the {AMP_SPEEDUP}x "
-                        "assumed against plain fp32 does not hold against TF32, and what bf16 adds over it depends on the model.")
-    if tf32 is not None:
+    if tf32_on:
         # the 1.5x is measured against plain fp32; TF32 already runs fp32 matmuls on Tensor Cores, and what bf16 adds
         # over it (half the activation memory and bandwidth, twice TF32's peak matmul rate) depends on the model
-        return unpriced(f"No hourly figure: TF32 is on ({tf32.loc.short()}), so fp32 matmuls already run on Tensor Cores; "
+        return unpriced(f"No hourly figure: {tf32_on}, so fp32 matmuls already run on Tensor Cores; "
                         f"the {AMP_SPEEDUP}x assumed against plain fp32 does not hold against TF32, and what bf16 adds "
                         "over it depends on the model.")
     c = compute_of(wl)
@@ -435,6 +428,8 @@ def _guidance(wl: Workload) -> str:
 def _how(wl: Workload, fp16: bool) -> str:
     """How this workload's framework turns mixed precision on, in bf16 or (fp16=True) fp16 with loss scaling."""
     mech = {f.value.get("mechanism") for f in wl.of("precision")}
+    trains = training_fact(wl)
+    via = trains.value.get("via") if trains is not None else None
     if "accelerate" in mech or "accelerate_config" in mech:
         return f"set `mixed_precision: {'fp16' if fp16 else 'bf16'}` in the accelerate config or Accelerator(mixed_precision=...)"
     if "hf_args" in mech or "hf_cli" in mech or "hf_args_file" in mech:
@@ -448,11 +443,11 @@ def _how(wl: Workload, fp16: bool) -> str:
         return f"use Trainer(precision=\"{'16-mixed' if fp16 else 'bf16-mixed'}\")"
     if "deepspeed" in mech:
         return f"enable the \"{'fp16' if fp16 else 'bf16'}\" section of the DeepSpeed config"
-    if "keras" in mech or (training_fact(wl) is not None and training_fact(wl).value.get("via") in ("keras", "tensorflow")):
+    if "keras" in mech or via in ("keras", "tensorflow"):
         return (f"set keras.mixed_precision.set_global_policy(\"{'mixed_float16' if fp16 else 'mixed_bfloat16'}\") before "
                 f"building the model (Keras scales the loss itself with mixed_float16 in model.fit; a custom GradientTape loop "
                 f"wraps its optimizer in keras.mixed_precision.LossScaleOptimizer)")
-    if "jax" in mech or "jmp" in mech or (training_fact(wl) is not None and training_fact(wl).value.get("via") == "jax"):
+    if "jax" in mech or "jmp" in mech or via == "jax":
         return (f"build the Flax modules with dtype=jnp.{'float16' if fp16 else 'bfloat16'} (their computation) and "
                 f"param_dtype=jnp.float32 (the weights and optimizer state stay fp32), and feed them "
                 f"{'float16' if fp16 else 'bfloat16'} inputs"
@@ -570,6 +565,10 @@ _TF_V100 = '''resource "aws_instance" "trainer" {
 }
 '''
 _AMPERE_PLUS = ("Ampere", "Ada", "Hopper", "Blackwell")
+#: training whose fp32 matmuls run on TF32 on those GPUs without a switch: TensorFlow since 2.4, JAX (XLA's DEFAULT
+#: matmul precision)
+_TF32_BY_DEFAULT = {"keras": ("TensorFlow", "since 2.4"), "tensorflow": ("TensorFlow", "since 2.4"),
+                    "jax": ("JAX", "XLA's DEFAULT matmul precision")}
 
 
 class Fp16OnBf16CapableGpu(Rule):
@@ -716,8 +715,8 @@ class Tf32NotEnabled(Rule):
         if c is None or c.architecture not in _AMPERE_PLUS:
             return
         trains = trains_on_gpu(wl)
-        if trains is None or trains.value.get("via") in ("keras", "tensorflow", "jax"):
-            return  # TensorFlow runs fp32 matmuls on TF32 by default since 2.4, and XLA:GPU does under JAX
+        if trains is None or trains.value.get("via") in _TF32_BY_DEFAULT:
+            return  # TensorFlow and JAX run fp32 matmuls on TF32 by default
         if wl.resolution.precision.mixed is not False:
             return
         tf32 = _matmul_tf32(wl)
