@@ -20,11 +20,13 @@ from gpulint.read.python.common import Facts, norm, owner
 from gpulint.read.python.index import Call
 
 _PREFIXES = ("ray.train.", "ray.air.")
-_WRAPPED_NAMES = ("ray.train.huggingface.HuggingFaceTrainer", "ray.train.huggingface.TransformersTrainer",
-                  "ray.train.hf_transformers.TransformersTrainer", "ray.train.lightning.LightningTrainer")
+#: Ray trainers that build a framework trainer in a function of the script (``trainer_init_per_worker`` returns a
+#: ``transformers.Trainer``; ``LightningTrainer`` takes a config) and run its training loop themselves on ``fit()``
+_WRAPPED = {"ray.train.huggingface.HuggingFaceTrainer": "hf_trainer", "ray.train.huggingface.TransformersTrainer": "hf_trainer",
+            "ray.train.hf_transformers.TransformersTrainer": "hf_trainer", "ray.train.lightning.LightningTrainer": "lightning"}
 #: the calls that say the file runs Ray Train (its trainers, its config, its per-worker helpers)
 RAY_TRAIN = {"ray.train.torch.TorchTrainer", "ray.train.ScalingConfig", "ray.air.config.ScalingConfig", "ray.air.ScalingConfig",
-             "ray.train.torch.prepare_model", "ray.train.lightning.RayDDPStrategy", *_WRAPPED_NAMES}
+             "ray.train.torch.prepare_model", "ray.train.lightning.RayDDPStrategy", *_WRAPPED}
 SCALING = {"ray.train.ScalingConfig", "ray.air.config.ScalingConfig", "ray.air.ScalingConfig"}
 FAILURE = {"ray.train.FailureConfig", "ray.air.config.FailureConfig", "ray.air.FailureConfig"}
 CHECKPOINT_CONFIG = {"ray.train.CheckpointConfig", "ray.air.config.CheckpointConfig", "ray.air.CheckpointConfig"}
@@ -73,12 +75,6 @@ def _gpus_per_worker(f: Facts, c: Call) -> Any:
 
 
 # -- training ---------------------------------------------------------------------------------------
-#: Ray trainers that build a framework trainer in a function of the script (``trainer_init_per_worker`` returns a
-#: ``transformers.Trainer``; ``LightningTrainer`` takes a config) and run its training loop themselves on ``fit()``
-_WRAPPED = {"ray.train.huggingface.HuggingFaceTrainer": "hf_trainer", "ray.train.huggingface.TransformersTrainer": "hf_trainer",
-            "ray.train.hf_transformers.TransformersTrainer": "hf_trainer", "ray.train.lightning.LightningTrainer": "lightning"}
-
-
 def training(f: Facts) -> None:
     """``HuggingFaceTrainer(trainer_init_per_worker=...).fit()`` trains: Ray calls the returned Trainer's ``train()``,
     which the script never calls by name (Ray AIR's API, 2.0-2.6)."""
