@@ -35,8 +35,9 @@ FSDP_MP = {"torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.Mixe
 ZERO_INIT = {"deepspeed.zero.Init", "deepspeed.runtime.zero.partition_parameters.Init"}
 
 TF32_FLAGS = {"torch.backends.cuda.matmul.allow_tf32": "matmul", "torch.backends.cudnn.allow_tf32": "cudnn"}
-TF32_PRECISION = {"torch.backends.cuda.matmul.fp32_precision", "torch.backends.fp32_precision",
-                  "torch.backends.cudnn.conv.fp32_precision"}
+#: a tuple, not a set: the facts come out in its order, and a set's order of strings changes with every process
+TF32_PRECISION = ("torch.backends.cuda.matmul.fp32_precision", "torch.backends.cudnn.conv.fp32_precision",
+                  "torch.backends.fp32_precision")
 
 
 HALF = ("bf16", "fp16", "fp8")
@@ -496,7 +497,7 @@ def tf32(f: Facts) -> None:
         for a in ix.assignments_to(qual):
             v = f.ev.value(a.value, a.scope)
             f.add("tf32", {"enabled": norm(v), "via": qual, "what": what}, a.node, qual)
-    for qual in sorted(TF32_PRECISION):  # a set: its order changes with every process (PYTHONHASHSEED)
+    for qual in TF32_PRECISION:
         for a in ix.assignments_to(qual):
             v = f.ev.value(a.value, a.scope)
             f.add("tf32", {"enabled": None if v is UNKNOWN else v == "tf32", "via": qual, "what": "matmul"}, a.node, qual)
