@@ -107,13 +107,16 @@ def test_pod_that_does_not_tolerate_the_pools_taint_is_not_placed_there():
                          "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
     _, comp = _compute(result)
     assert comp.get("placed_on") is None and comp["instance"] is None
+    assert comp["placement_unknown"].startswith("no GPU node group of the repository carries its nodeSelector")
 
 
 def test_pod_selecting_a_label_no_pool_has_is_not_placed():
     result = scan_files({"train.py": TRAIN, "k8s/job.yaml": _job(label="inference"),
                          "k8s/nodepool.yaml": NODEPOOL.format(name="gpu", label="training", instance="p4d.24xlarge")})
-    _, comp = _compute(result)
+    wl, comp = _compute(result)
     assert comp.get("placed_on") is None and comp["instance"] is None
+    assert any(u.startswith("placement: no GPU node group of the repository carries its nodeSelector") and
+               "=inference" in u for u in wl["unknown"])  # workloads says why the machine is unknown
 
 
 def test_two_pools_with_different_machines_leave_it_unknown_and_say_why():
@@ -135,6 +138,7 @@ def test_a_gpu_pod_without_selector_is_not_placed_even_on_the_only_gpu_pool():
     _, comp = _compute(scan_files(files))
     # other node groups may exist outside the repository: which one runs it is not stated
     assert comp["instance"] is None and comp.get("placed_on") is None
+    assert comp["placement_unknown"].startswith("it selects no node label") and "k8s/gpu.yaml" in comp["placement_unknown"]
 
 
 def test_a_pod_that_names_its_instance_type_is_not_placed():
@@ -288,6 +292,8 @@ def test_a_partition_the_repository_does_not_define_places_nothing():
     comp = _slurm({"train.py": TRAIN, "cluster/config.yaml": PCLUSTER.format(efa=EFA_ON),
                    "jobs/llm.sbatch": SBATCH.format(extra="#SBATCH -p a100-onprem\n")})
     assert comp.get("placed_on") is None and comp["instance"] is None
+    assert comp["placement_unknown"] == ("--partition a100-onprem: no queue of that name in the repository's cluster "
+                                         "files (cluster/config.yaml)")
 
 
 def test_a_multi_node_job_on_a_queue_without_efa_is_net001_at_the_queue():
@@ -345,6 +351,8 @@ def test_a_job_without_partition_is_not_placed_when_the_repository_has_several_c
              "jobs/llm.sbatch": SBATCH.format(extra="")}
     comp = _slurm(files)
     assert comp.get("placed_on") is None and comp["instance"] is None
+    assert comp["placement_unknown"] == ("no --partition, and the repository defines several clusters "
+                                         "(clusters/a/config.yaml, clusters/b/config.yaml)")
 
 
 def test_a_job_without_partition_is_not_placed_on_a_cluster_template_far_from_it():
@@ -352,6 +360,7 @@ def test_a_job_without_partition_is_not_placed_on_a_cluster_template_far_from_it
              "examples/esm/train.sbatch": SBATCH.format(extra="")}
     wl = next(w for w in scan_files(files).workloads if w["entrypoint"] == "examples/esm/train.py")
     assert wl["compute"].get("placed_on") is None
+    assert wl["compute"]["placement_unknown"].startswith("no --partition, and the only cluster file is not beside the job")
 
 
 @pytest.mark.parametrize("procs, fires", [("4", True), ("8", False), ("1", False), ("$NPROC", False)])
@@ -367,3 +376,15 @@ def test_idle_gpus_on_an_image_job_go_by_the_launchers_process_count(procs, fire
     assert bool(mem004) == fires, mem004
     if fires:
         assert "4 of 8 GPUs are billed and idle" in mem004[0].message and mem004[0].loc.path == "k8s/job.yaml"
+
+
+def test_a_job_without_partition_on_a_cluster_with_two_gpu_partitions_and_no_default_says_which():
+    conf = ("ClusterName=lab\nNodeName=a[01-02] Gres=gpu:a100:8 CPUs=128\nNodeName=h[01-02] Gres=gpu:h100:8 CPUs=192\n"
+            "PartitionName=a100 Nodes=a[01-02]\nPartitionName=h100 Nodes=h[01-02]\n")
+    files = {"train.py": TRAIN, "etc/slurm.conf": conf, "jobs/llm.sbatch": SBATCH.format(extra="#SBATCH --gres=gpu:8\n")}
+    comp = _slurm(files)
+    assert comp.get("placed_on") is None
+    assert comp["placement_unknown"] == "no --partition, no queue marked default, and GPU queues: a100, h100"
+    files["etc/slurm.conf"] = conf.replace("PartitionName=h100 Nodes=h[01-02]", "PartitionName=h100 Nodes=h[01-02] Default=YES")
+    comp = _slurm(files)
+    assert comp["placed_on"].endswith("h100") and "placement_unknown" not in comp

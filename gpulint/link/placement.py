@@ -113,22 +113,32 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
         via = sorted({assigned[q.id][1] for q in cands if q.id in assigned})
         why = f"--partition {asked} is the queue" + (f" ({', '.join(via)} assigns it)" if via else "")
         if not cands:
-            return  # a partition of a cluster the repository does not describe
+            # a partition of a cluster the repository does not describe
+            job.placement_unknown = (f"--partition {asked}: no queue of that name in the repository's cluster files "
+                                     f"({_files(queues)})")
+            return
     else:
         if len({q.path for q in queues}) > 1:
             # a job that names no partition runs on whichever cluster it is submitted to: with several cluster files
             # in the repository that is not stated (on awsome-distributed-training, HyperPod jobs had fallen onto a
             # ParallelCluster template's default queue: 7 wrong placements)
+            job.placement_unknown = f"no --partition, and the repository defines several clusters ({_files(queues)})"
             return
         # and only a cluster defined near the job (the same folder tree, or sibling folders such as cluster/ and
         # jobs/): a cluster template three folders away in a repository of examples is not where its jobs run
-        queues = [q for q in queues if _near(job.path, q.path)]
+        near = [q for q in queues if _near(job.path, q.path)]
+        if not near:
+            job.placement_unknown = f"no --partition, and the only cluster file is not beside the job ({_files(queues)})"
+            return
+        queues = near
         cands = [q for q in queues if _target(q)[1].get("default")]
         why = "no --partition: the cluster's default partition"
         if not cands:
             gpu = [q for q in queues if q.has_gpu_hint()]
             parts = {partition(q) for q in gpu}
             if len(parts) != 1:
+                shown = ", ".join(sorted(str(p or "unnamed") for p in parts)[:4]) or "none"
+                job.placement_unknown = f"no --partition, no queue marked default, and GPU queues: {shown}"
                 return
             cands = gpu
             why = ("no --partition, and no queue is marked default: assumed the repository's only GPU queue "
@@ -138,6 +148,12 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
         if narrowed:
             cands, why = narrowed, f"{why}, --constraint {constraint}"
     _decide(job, cands, why)
+
+
+def _files(targets: list[Compute]) -> str:
+    """The cluster files behind some targets, for a reason: the first three and how many more."""
+    paths = sorted({t.path for t in targets})
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def _matches_constraint(q: Compute, constraint: str) -> bool:
@@ -184,6 +200,8 @@ def _pod(job: Compute, groups: list[Compute]) -> None:
     if not selector:
         # a pod that selects no group may land on node groups created outside the repository (judged wrong twice
         # on aws-do-hyperpod, where the only group the repository states was a template's parameter default)
+        job.placement_unknown = ("it selects no node label, so it may run on node groups created outside the "
+                                 f"repository (those the repository defines: {_files(groups)})")
         return
     tolerations = attrs.get("tolerations") or []
     provider = value.get("provider")
@@ -191,6 +209,9 @@ def _pod(job: Compute, groups: list[Compute]) -> None:
              and _tolerates(tolerations, _target(g)[1].get("taints") or [])
              and (provider is None or _target(g)[0].get("provider") in (None, provider))]
     shown = ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    if not cands:
+        job.placement_unknown = f"no GPU node group of the repository carries its nodeSelector ({shown}) and admits it"
+        return
     _decide(job, cands, f"the GPU node group(s) whose labels match its nodeSelector ({shown})")
 
 
