@@ -388,3 +388,51 @@ def test_a_job_without_partition_on_a_cluster_with_two_gpu_partitions_and_no_def
     files["etc/slurm.conf"] = conf.replace("PartitionName=h100 Nodes=h[01-02]", "PartitionName=h100 Nodes=h[01-02] Default=YES")
     comp = _slurm(files)
     assert comp["placed_on"].endswith("h100") and "placement_unknown" not in comp
+
+
+def _pool_with(requirement: str) -> str:
+    """NODEPOOL whose instance-type requirement is replaced by another (key, operator, values)."""
+    return NODEPOOL.format(name="gpu", label="training", instance="x").replace(
+        '        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: ["x"]\n', requirement)
+
+
+_REQ = "        - key: {key}\n          operator: {op}\n{values}"
+
+
+@pytest.mark.parametrize("key, op, values", [
+    ("karpenter.k8s.aws/instance-category", "In", '["g", "p"]'),
+    ("eks.amazonaws.com/instance-category", "In", '["g"]'),  # EKS Auto Mode spells the keys in its own domain
+    ("karpenter.k8s.aws/instance-gpu-manufacturer", "In", '["nvidia"]'),
+    ("karpenter.k8s.aws/instance-gpu-count", "Gt", '["0"]'),
+    ("eks.amazonaws.com/instance-gpu-count", "Exists", None),
+    ("karpenter.k8s.aws/instance-family", "In", '["g5", "g6e", "p4d"]'),
+    ("karpenter.azure.com/sku-gpu-count", "Gt", '["0"]'),
+])
+def test_a_pool_that_admits_only_gpu_instances_is_gpu_capacity_and_places_a_gpu_pod(key, op, values):
+    req = _REQ.format(key=key, op=op, values=f"          values: {values}\n" if values else "")
+    files = {"train.py": TRAIN, "k8s/job.yaml": _job(), "k8s/nodepool.yaml": _pool_with(req)}
+    result = scan_files(files)
+    pool = next(c for c in result.computes if c["id"] == "k8s/nodepool.yaml#NodePool/gpu")
+    assert pool["device"] == "gpu" and pool["instance"] is None
+    assert pool["device_reason"].startswith(f"it launches only GPU instances ({key} {op}")
+    wl, comp = _compute(result)
+    assert comp["placed_on"] == "k8s/nodepool.yaml#NodePool/gpu" and comp["instance"] is None
+    assert any(u.startswith("instance: any GPU instance that ") and "(placed on k8s/nodepool.yaml)" in u for u in wl["unknown"])
+    assert comp.get("price") is None  # a candidate set is never priced as one of its machines
+
+
+@pytest.mark.parametrize("key, op, values", [
+    ("karpenter.k8s.aws/instance-category", "In", '["c", "g"]'),  # CPU types too
+    ("karpenter.k8s.aws/instance-category", "In", '["inf", "trn"]'),  # Neuron devices, not GPUs
+    ("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist", None),
+    ("karpenter.k8s.aws/instance-gpu-count", "Lt", '["2"]'),  # 0 GPUs is below 2
+    ("karpenter.k8s.aws/instance-family", "In", '["m5", "g5"]'),
+    ("karpenter.k8s.aws/instance-category", "NotIn", '["c", "m", "r"]'),  # t, x, z ... are left
+])
+def test_a_pool_that_admits_other_instances_too_is_not_gpu_capacity(key, op, values):
+    req = _REQ.format(key=key, op=op, values=f"          values: {values}\n" if values else "")
+    result = scan_files({"train.py": TRAIN, "k8s/job.yaml": _job(), "k8s/nodepool.yaml": _pool_with(req)})
+    pool = next(c for c in result.computes if c["id"] == "k8s/nodepool.yaml#NodePool/gpu")
+    assert pool["device"] == "unknown"
+    _, comp = _compute(result)
+    assert comp.get("placed_on") is None

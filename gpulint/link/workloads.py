@@ -99,6 +99,8 @@ class Compute:
                 return True  # decided later from the module's variables
             if f.kind in ("compute.accelerator", "compute.gpus_per_node") and (f.value or (f.attrs or {}).get("all")):
                 return True  # ("all": a Compose service that reserves every GPU of its host)
+            if f.kind == "compute.gpu_only":
+                return True
         return False
 
 

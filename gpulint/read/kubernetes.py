@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
 from gpulint.read.cron import runs_per_month
 from gpulint.read.yamlnodes import Doc
@@ -840,6 +841,40 @@ def _read_trainjob(sink: FactSink, base: tuple, name: str, target: str) -> None:
 # --------------------------------------------------------------------------- Karpenter
 
 
+#: Karpenter's well-known requirement keys, on AWS (karpenter.k8s.aws/, and eks.amazonaws.com/ in EKS Auto Mode) and
+#: Azure (karpenter.azure.com/): https://karpenter.sh/docs/concepts/scheduling/#well-known-labels,
+#: https://docs.aws.amazon.com/eks/latest/userguide/create-node-pool.html
+_KARPENTER_NS = ("karpenter.k8s.aws/", "eks.amazonaws.com/", "karpenter.azure.com/")
+_GPU_NAME_KEYS = tuple(ns + k for ns in _KARPENTER_NS for k in ("instance-gpu-name", "sku-gpu-name"))
+#: instance categories whose every type carries GPUs (AWS: G and P; inf/trn are Neuron devices, not GPUs)
+_GPU_CATEGORIES = {"g", "p"}
+
+
+def _gpu_only(key: str, op: str, values: list) -> bool:
+    """Does one requirement of a NodePool admit only GPU instances? A GPU label (manufacturer, count, memory) is on
+    GPU instances only, so requiring it to exist or to be positive excludes every other type; so does a category or
+    family list that holds only GPU ones."""
+    ns = next((n for n in _KARPENTER_NS if key.startswith(n)), None)
+    if ns is None:
+        return False
+    name = key[len(ns):]
+    if name in ("instance-gpu-manufacturer", "instance-gpu-memory", "sku-gpu-manufacturer"):
+        return op in ("In", "Exists") or (op == "Gt" and _ints(values) is not None and min(_ints(values)) >= 0)
+    if name in ("instance-gpu-count", "sku-gpu-count"):
+        got = _ints(values)
+        return op == "Exists" or (got is not None and ((op == "Gt" and min(got) >= 0) or (op == "In" and min(got) > 0)))
+    if name == "instance-category" and op == "In" and values:
+        return {str(v).lower() for v in values} <= _GPU_CATEGORIES
+    if name == "instance-family" and op == "In" and values:
+        return all(looks_like_gpu_instance(f"{v}.xlarge") for v in values)
+    return False
+
+
+def _ints(values: list) -> list[int] | None:
+    got = [as_int(v) for v in values]
+    return [g for g in got if g is not None] if got and all(g is not None for g in got) else None
+
+
 def _read_nodepool(sink: FactSink, base: tuple, kind: str, name: str, target: str) -> None:
     doc = sink.doc
     spec = base + ("spec",)
@@ -876,10 +911,13 @@ def _read_nodepool(sink: FactSink, base: tuple, kind: str, name: str, target: st
             for i, v in enumerate(values):
                 sink.add("compute.instance_type", str(v), rpath + ("values", i), target,
                          attrs={"alternatives": True} if len(values) > 1 else {})
-        elif key == "karpenter.k8s.aws/instance-gpu-name" and op == "In":
+        elif key in _GPU_NAME_KEYS and op == "In":
             for i, v in enumerate(values):
                 sink.add("compute.accelerator", {"type": str(v), "count": None}, rpath + ("values", i), target,
                          attrs={"alternatives": True} if len(values) > 1 else {})
+        elif _gpu_only(str(key), str(op), values):
+            shown = f"{key} {op}" + (f" [{', '.join(str(v) for v in values)}]" if values else "")
+            sink.add("compute.gpu_only", shown, rpath, target)
         elif key == "karpenter.sh/capacity-type":
             allowed = {"spot", "on-demand", "reserved"}
             if op == "In":

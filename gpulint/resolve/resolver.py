@@ -150,6 +150,9 @@ class Resolver:
                 count = accel.get("count") if accel.get("count") is not None else gpn
                 why = (f"accelerator {accel.get('type')!r}" + (f" x{count}" if count is not None else "")
                        + " matches no catalogue instance")
+            elif (gpu_only := next((f for p in machine_parts for f in p.facts if f.kind == "compute.gpu_only"), None)):
+                where = "" if gpu_only.loc.path == compute.path else f" (placed on {gpu_only.loc.path})"
+                why = f"any GPU instance that {gpu_only.value} admits{where}: the machine is not one the repository names"
             else:
                 why = f"{compute.id} names no instance type"
         rc = ResolvedCompute(
@@ -281,6 +284,10 @@ class Resolver:
             return GPU, f"accelerator {accel.get('type')} requested"
         if source == "skypilot":
             return CPU, "the SkyPilot task requests no accelerators"
+        gpu_only = compute.first("compute.gpu_only")
+        if gpu_only is not None:
+            return GPU, (f"it launches only GPU instances ({gpu_only.value}, {gpu_only.loc.short()}); which one is "
+                         f"not stated, so it is not priced")
         return UNKNOWN, "no instance type, accelerator or GPU request decides it"
 
     def priced(self, rc: ResolvedCompute, pinned: str | None = None) -> ResolvedCompute:
