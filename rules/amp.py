@@ -403,7 +403,8 @@ def _what(trains) -> str:
     return {"hf_trainer": "HF Trainer training", "lightning": "Lightning training", "fabric": "Lightning Fabric training",
             "accelerate": "accelerate training",
             "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop",
-            "jax": "JAX training step"}.get(trains.value.get("via"), "Training loop")
+            "jax": "JAX training step", "axolotl": "axolotl training", "llama_factory": "LLaMA-Factory training",
+            "torchtune": "torchtune training"}.get(trains.value.get("via"), "Training loop")
 
 
 def _guidance(wl: Workload) -> str:
@@ -430,6 +431,15 @@ def _how(wl: Workload, fp16: bool) -> str:
     mech = {f.value.get("mechanism") for f in wl.of("precision")}
     trains = training_fact(wl)
     via = trains.value.get("via") if trains is not None else None
+    packaged_by = {f.value.get("trainer") for f in wl.of("precision") if f.value.get("mechanism") == "packaged_config"}
+    if "torchtune" in packaged_by:
+        return "set `dtype: bf16` in the torchtune config (the recipe then holds weights and activations in bf16)" + (
+            "; torchtune's recipes do not train in fp16" if fp16 else "")
+    if packaged_by:
+        cfg = next(f.loc.path for f in wl.of("precision") if f.value.get("mechanism") == "packaged_config")
+        return (f"set `{'fp16: true' if fp16 else 'bf16: true'}` in {cfg}" +
+                (" (axolotl's own default, `bf16: auto`, picks bf16 wherever the GPU has it)" if "axolotl" in packaged_by
+                 and not fp16 else ""))
     if "accelerate" in mech or "accelerate_config" in mech:
         return f"set `mixed_precision: {'fp16' if fp16 else 'bf16'}` in the accelerate config or Accelerator(mixed_precision=...)"
     if "hf_args" in mech or "hf_cli" in mech or "hf_args_file" in mech:
@@ -722,10 +732,16 @@ class Tf32NotEnabled(Rule):
         tf32 = _matmul_tf32(wl)
         if any(f.value.get("enabled") is not False for f in tf32):
             return  # enabled, or set to a value gpulint cannot decide
-        yield self.finding(trains.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores (matmul TF32 is off by default since PyTorch 1.12)",
+        # a config key that turns it off (a packaged trainer's tf32: false) is where to look and what to change
+        off = sorted((f for f in tf32 if f.value.get("enabled") is False and f.loc.path.endswith((".yml", ".yaml"))),
+                     key=lambda f: f.loc)
+        at = off[0] if off else trains
+        why = f"{at.key}: false turns it off at {at.loc.short()}" if off else "matmul TF32 is off by default since PyTorch 1.12"
+        extra = {"guidance": f"Set `tf32: true` in {at.loc.path}, and better still train in bf16 (AMP001)."} if off else {}
+        yield self.finding(at.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores ({why})",
                            symbol=f"{wl.entrypoint}:tf32", workload=wl.name, related=compute_related(wl),
                            cost=unpriced("Not added to the total: it overlaps AMP001's saving on the same fp32 matmuls."),
-                           fix=fixes.enable_tf32(trains, tf32))
+                           fix=None if off else fixes.enable_tf32(trains, tf32), **extra)
 
 
 @hookimpl

@@ -217,7 +217,7 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
                                        nnodes=_or(OPT_INT, STR), nproc_per_node=_or(OPT_INT, STR), mixed_precision=OPT_STR,
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
                                        num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL,
-                                       program=OPT_STR)},
+                                       program=OPT_STR, trainer=OPT_STR)},
          "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx, determined (an experiment config's entrypoint: module:TrialClass) ...; "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
@@ -270,6 +270,9 @@ register("config.trainer", "config", _obj(("framework",), framework=STR, precisi
                                            accelerator=ANY, strategy=ANY, gpus=ANY),
          "The trainer arguments of a config-driven trainer's file (a Lightning trainer: section of a Hydra, LightningCLI or NeMo "
          "config, or a Hydra trainer/ group file), as written; an interpolation (${...}) is kept as its text.")
+register("config.packaged_trainer", "config", _obj(("trainer",), trainer=STR, model=OPT_STR, adapter=OPT_STR, cpu_offload=BOOL),
+         "The config of a packaged trainer (gpulint.read.packaged: axolotl, llama_factory, torchtune): the base model it "
+         "names and what it trains (adapter lora|qlora|full|null). Its precision and checkpoint keys are facts of their own.")
 register("config.hydra", "config", _obj(("defaults",), defaults=_t("array")),
          "A Hydra defaults list: each static entry {group, option, package?} (group \"\" for a config of the same folder); "
          "the linker composes these group files with the config.")

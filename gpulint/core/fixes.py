@@ -816,6 +816,15 @@ def enable_bf16(at: Fact, wl: Any) -> Fix | None:
     if mech == "accelerate_config" and at.loc.cell is None:
         return Fix(f"Set mixed_precision to bf16 in {at.loc.path}", UNSAFE,
                    (SetConfigValue(at.loc, "mixed_precision", "bf16", replace=("no", "fp32")),), why)
+    if mech == "packaged_config" and at.loc.cell is None and not at.value.get("default"):
+        # a packaged trainer's config (axolotl, LLaMA-Factory: bf16: false; torchtune: dtype: fp32), on the key's line
+        if at.value.get("trainer") == "torchtune" and at.key == "dtype":
+            return Fix(f"Set dtype to bf16 in {at.loc.path}", UNSAFE,
+                       (SetConfigValue(at.loc, "dtype", "bf16", replace=("fp32", "float32")),), why)
+        if at.key == "bf16":
+            return Fix(f"Set bf16 to true in {at.loc.path}", UNSAFE,
+                       (SetConfigValue(at.loc, "bf16", "true", replace=("false", "False", "FALSE")),), why)
+        return None
     if not _py(at):
         return None
     if mech == "accelerate":

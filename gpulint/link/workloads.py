@@ -37,6 +37,7 @@ from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
 from gpulint.link import hydra
 from gpulint.link.placement import place
+from gpulint.read import packaged
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpulint.resolve.results import WorkloadResolution
@@ -871,6 +872,9 @@ def _launch_training(fact: Fact) -> str | None:
     training flag. None when the launch does not say (an evaluation, a server, a shell script)."""
     v = fact.value if isinstance(fact.value, dict) else {}
     tool = v.get("tool")
+    trainer = packaged.trainer_of_module(v.get("module")) or packaged.BY_NAME.get(v.get("trainer"))
+    if trainer is not None:
+        return f"{tool} runs {trainer.label}'s trainer"
     if tool not in _TRAINING_LAUNCHERS:
         return None
     name = str(v.get("script") or v.get("module") or "")
@@ -952,14 +956,71 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
         wl = Workload(name=f"{c.id} ({shown})", entrypoint=u.path, code_known=False, launch_training=trains)
         wl.reasons.append(f"infrastructure: {u.fact.loc.short()} runs {shown} on {c.id}: {where}")
         _attach_launcher(wl, u, repo, computes)
-        wl.unknown.append(f"code: {where}: checks that read the training code (precision, data loading, checkpoints, "
-                          "model size) do not apply; those of its launcher, compute and environment do")
+        trainer = packaged.trainer_of_module(u.fact.value.get("module")) or packaged.BY_NAME.get(u.fact.value.get("trainer"))
+        if trainer is None or not _attach_packaged(wl, trainer, u, repo):
+            wl.unknown.append(f"code: {where}: checks that read the training code (precision, data loading, checkpoints, "
+                              "model size) do not apply; those of its launcher, compute and environment do")
         stated = _launch_checkpoints(u.fact)
         if stated:
             wl.facts += stated
             wl.reasons.append(f"checkpoint: {u.fact.loc.short()} passes {', '.join(sorted({f.key for f in stated}))}")
         workloads[wl.name] = wl
         claimed.add(c.id)
+
+
+#: launch-line overrides of a packaged trainer's config that decide its precision (axolotl ``--bf16``, torchtune and
+#: LLaMA-Factory ``dtype=bf16`` / ``bf16=true``)
+_PRECISION_OVERRIDE = re.compile(r"^-*(?:bf16|fp16|pure_bf16|dtype|mixed_precision)(?:=|$)")
+
+
+def _packaged_config_arg(trainer: "packaged.PackagedTrainer", args: list[str]) -> tuple[str | None, int]:
+    """The config a packaged trainer's launch passes and the index of the word after it: torchtune's ``--config``,
+    the others' first positional YAML file."""
+    for i, a in enumerate(args):
+        if trainer is packaged.TORCHTUNE:
+            if a.startswith("--config="):
+                return a.split("=", 1)[1], i + 1
+            if a == "--config" and i + 1 < len(args):
+                return args[i + 1], i + 2
+        elif not a.startswith("-") and a.endswith((".yml", ".yaml")):
+            return a, i + 1
+    return None, 0
+
+
+def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_Use", repo: Repo) -> bool:
+    """A packaged trainer (gpulint.read.packaged) launched with a config of the repository: its code is that config
+    (the trainer's documented behaviour under these keys), so the checks that read training code read it. False
+    when the config is not a file of the repository or not one of this trainer."""
+    args = [a for a in use.fact.value.get("args") or [] if isinstance(a, str)]
+    cfg, after = _packaged_config_arg(trainer, args)
+    path = _resolve_config(cfg, use.path, repo, None)
+    own = next((f for f in repo.facts.get(path, []) if f.kind == "config.packaged_trainer"
+                and f.value.get("trainer") == trainer.name), None) if path else None
+    if own is None:
+        what = f"its config {cfg}" if cfg else "no config file"
+        wl.unknown.append(f"config: {trainer.label} runs with {what}, which is not a {trainer.label} config of the "
+                          "repository: what it sets (precision, checkpoints) is unknown")
+        return False
+    _attach_config(wl, path, repo, f"launcher: {use.fact.loc.short()} passes it to {trainer.label}")
+    overrides = [a for a in args[after:] if _PRECISION_OVERRIDE.match(a)]
+    if overrides:
+        # the launch line sets precision over the file's keys: what it sets is read nowhere else
+        wl.facts = [f for f in wl.facts if not (f.kind == "precision" and f.loc.path == path)]
+        wl.facts.append(Fact("precision", {"mechanism": "packaged_config", "trainer": trainer.name, "dtype": None,
+                                           "enabled": None, "undecided": f"the launch line sets {overrides[0]}"},
+                             use.fact.loc, overrides[0].lstrip("-").split("=", 1)[0]))
+        wl.unknown.append(f"precision: {use.fact.loc.short()} overrides {path} with {overrides[0]}")
+    wl.code_known, wl.launch_training = True, None
+    wl.code_files = [path]
+    wl.facts.append(Fact("trains", {"via": trainer.name}, own.loc, trainer.name))
+    recipe = str(use.fact.value.get("module") or "")
+    if trainer is packaged.TORCHTUNE and recipe.endswith("_distributed"):
+        # torchtune's *_distributed recipes shard parameters, gradients and optimizer state with FSDP (full shard)
+        offload = any(f.kind == "config.packaged_trainer" and f.value.get("cpu_offload") for f in repo.facts.get(path, []))
+        wl.facts.append(Fact("sharding", {"via": "fsdp", "stage": 3, "offload": offload}, own.loc, recipe.rsplit(".", 1)[-1]))
+    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
+                      f"configures it ({trainer.docs})")
+    return True
 
 
 def _stray_copies(entries: dict[str, list[_Use]], repo: Repo, pinned: set) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Facts from training configuration files: accelerate YAML, DeepSpeed JSON,
 HF ``TrainingArguments`` JSON/YAML and model ``config.json``; the configs of
-config-driven trainers (Lightning/Hydra/NeMo) are read by trainer_configs.
+config-driven trainers (Lightning/Hydra/NeMo) are read by trainer_configs, those of packaged trainers
+(axolotl, LLaMA-Factory, torchtune) by packaged.
 Each file is recognised by its keys, not its name."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.core.sources import Source
+from gpulint.read import packaged
 from gpulint.read.trainer_configs import trainer_facts
 from gpulint.read.yamlnodes import Doc
 
@@ -53,7 +55,10 @@ def config_facts(source: Source) -> list[Fact]:
         if getattr(doc, "template", False):  # read with placeholders: nothing in it is known until rendered
             continue
         d = doc.data
-        if is_accelerate_config(d):
+        trainer = packaged.which(d)
+        if trainer is not None:  # before the HF-arguments test: these configs have output_dir and bf16 keys too
+            out += packaged.facts(source, doc, trainer)
+        elif is_accelerate_config(d):
             out += _accelerate(source, doc)
         elif is_hf_args(d):
             out += _hf_args(source, doc)

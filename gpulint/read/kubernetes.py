@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
 from gpulint.read.cron import runs_per_month
+from gpulint.read.packaged import TRAINERS
 from gpulint.read.yamlnodes import Doc
 
 # --------------------------------------------------------------------------- shared helpers
@@ -665,7 +666,8 @@ def _container_env(sink: FactSink, cpath: tuple, c: dict, target: str, cname: st
                  key=dotted(cpath + ("env", item["name"])), attrs={"container": cname})
 
 
-_EXEC_PROGRAMS = {"python", "python3", "torchrun", "accelerate", "deepspeed", "mpirun", "srun", "bash", "sh"}
+_EXEC_PROGRAMS = {"python", "python3", "torchrun", "accelerate", "deepspeed", "mpirun", "srun", "bash", "sh"} | \
+    {p for t in TRAINERS for p, _ in t.cli}  # axolotl, llamafactory-cli, tune: packaged trainers (gpulint.read.packaged)
 
 
 def _container_launches(sink: FactSink, cpath: tuple, c: dict, target: str, cname: str | None) -> None:

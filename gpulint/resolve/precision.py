@@ -100,7 +100,7 @@ def _hashable(v: Any) -> Any:
 
 
 #: mechanisms of the HF Trainer's arguments, whose fp16/bf16 a DeepSpeed "auto" takes
-_HF_MECHANISMS = ("hf_args", "hf_cli", "hf_args_file")
+_HF_MECHANISMS = ("hf_args", "hf_cli", "hf_args_file", "packaged_config")
 
 
 def precision_view(wl: Workload) -> PrecisionView:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gpulint.read.packaged import TORCHTUNE, TRAINERS, trainer_of_cli
 from gpulint.read.shell.lexer import split_words
 from gpulint.read.shell.slurm import gpu_count, gres_gpus
 
@@ -118,7 +119,7 @@ def _base(word: Word) -> str:
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _LAUNCHERS = {"torchrun", "hyperpodrun", "accelerate", "deepspeed", "srun", "mpirun", "mpiexec", "sky", "bash", "sh",
-              "dvc", "composer", "torchx", "uvicorn", "gunicorn", "hypercorn"}
+              "dvc", "composer", "torchx", "uvicorn", "gunicorn", "hypercorn"} | {p for t in TRAINERS for p, _ in t.cli}
 #: ASGI/WSGI servers: they run the application named `module:attribute`
 _APP_SERVERS = {"uvicorn", "gunicorn", "hypercorn"}
 _APP = re.compile(r"^([A-Za-z_][\w.]*):[A-Za-z_]\w*(\(.*\))?$")
@@ -431,6 +432,49 @@ def _parse_torchx(words: list[Word]) -> Launch | None:
     if value["script"] is None and value["module"] is None:
         return None
     rest = words[j:] if j <= len(words) else []
+    _script_args(value, rest, launch.flags)
+    return launch
+
+
+# ---------------------------------------------------------------- packaged trainers (gpulint.read.packaged)
+
+_TRAINER_PROGRAMS = {p for t in TRAINERS for p, _ in t.cli}
+
+
+def _parse_packaged(words: list[Word]) -> Launch | None:
+    """``axolotl train cfg.yml``, ``llamafactory-cli train cfg.yaml``, ``tune run --nproc_per_node 8 full_finetune_distributed
+    --config cfg.yaml``: the packaged trainer's module (its code is not in the repository; its config is an argument)."""
+    if len(words) < 2 or not words[1].known:
+        return None
+    trainer = trainer_of_cli(_base(words[0]), words[1].text)
+    if trainer is None:
+        return None  # another subcommand (preprocess, inference, export, download ...)
+    value = empty_launch(_base(words[0]))
+    value["trainer"] = trainer.name
+    launch = Launch(value, words[0])
+    rest = words[2:]
+    if trainer is TORCHTUNE:
+        # `tune run [torchrun options] RECIPE [--config CFG] [key=value ...]`: the options are torchrun's
+        opts, i = _scan_options(words, 2, bools=_TORCHRUN_BOOLS)
+        for name, val, fw in opts:
+            key = _norm(name)
+            if key == "nnodes":
+                value["nnodes"] = _elastic_nodes(val)
+            elif key == "nproc_per_node":
+                value["nproc_per_node"] = _int(val)
+            else:
+                continue
+            launch.flags[name] = fw
+        if i >= len(words) or not words[i].known:
+            return None
+        recipe = words[i].text
+        if recipe.endswith(".py"):
+            value["script"] = recipe  # a recipe file of the repository: its code is read
+        else:
+            value["module"] = f"{trainer.module}.{recipe}"
+        rest = words[i + 1:]
+    else:
+        value["module"] = trainer.module
     _script_args(value, rest, launch.flags)
     return launch
 
@@ -966,6 +1010,8 @@ def parse_words(words: list[Word], variables: dict | None = None, inline: "Inlin
         launch = _parse_ray(words, variables, inline)
     elif b in _APP_SERVERS:
         launch = _parse_app_server(words)
+    elif b in _TRAINER_PROGRAMS:
+        launch = _parse_packaged(words)
     elif _SHELL_FILE.search(b) and "=" not in words[0].text:
         launch = _shell_file(words, 0)  # `./train.sh --nodes 2`: the file runs itself
         if launch is not None:
