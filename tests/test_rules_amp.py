@@ -1269,3 +1269,20 @@ def test_amp001_on_tensorflow_or_jax_says_tf32_is_already_on_for_ampere_and_clai
     assert words in f.message and f.cost_impact.usd_per_hour is None and words in f.cost_impact.basis
     [v100] = findings({"train.py": code, "infra/main.tf": _TF.format(instance="p3.8xlarge")}, "AMP001")
     assert "TF32" not in v100.message
+
+
+@pytest.mark.parametrize("build, fires", [
+    ("AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)", False),  # transformers >= 4.56 spelling
+    ("AutoModelForCausalLM.from_config(config, torch_dtype=torch.bfloat16)", False),
+    ("AutoModelForCausalLM.from_pretrained('gpt2', dtype=torch.bfloat16)", False),
+    ("AutoModelForCausalLM.from_config(config)", True),
+    ("AutoModelForCausalLM.from_config(config, dtype=torch.float32)", True),
+])
+def test_a_model_built_from_its_config_in_bf16_is_a_16_bit_model(build, fires):
+    """An untrained model built with ``from_config(config, dtype=torch.bfloat16)`` trains in bf16 (judged wrong 4 times
+    on LambdaLabsML/distributed-training-guide, where only from_pretrained's dtype was read)."""
+    train = ("import torch\nfrom transformers import AutoConfig, AutoModelForCausalLM\n\n"
+             "config = AutoConfig.from_pretrained('gpt2')\n"
+             f"model = {build}.cuda()\nopt = torch.optim.AdamW(model.parameters())\n"
+             "for batch in loader:\n    loss = model(**batch).loss\n    loss.backward()\n    opt.step()\n")
+    assert (codes({"train.py": train, "infra/main.tf": P4D_TORCHRUN}, "AMP001") == ["AMP001"]) is fires

@@ -314,7 +314,9 @@ def _model_casts(f: Facts) -> None:
             if enabled is True or (enabled == "by_dtype" and _dtype_flag(dtype)):
                 f.add("precision", {"mechanism": "model_cast", "dtype": dtype, "enabled": enabled, "load_dtype": True},
                       c.node, given[0] if enabled is True else dtype["cli_arg"])
-        elif c.attr == "from_pretrained" and (f.kwarg(c, "torch_dtype") is not None or f.kwarg(c, "dtype") is not None):
+        elif c.attr in ("from_pretrained", "from_config") and (f.kwarg(c, "torch_dtype") is not None
+                                                             or f.kwarg(c, "dtype") is not None):
+            # (transformers >= 4.56 names it dtype=; from_config builds an untrained model in it, as a load does)
             v = f.ev.value(f.kwarg(c, "torch_dtype") or f.kwarg(c, "dtype"), c.scope)
             enabled, dtype = half_precision(v)
             if enabled is False:
