@@ -266,3 +266,26 @@ def test_sys001_is_an_error_only_for_files_that_feed_a_workload():
 def test_severity_override_still_applies_to_sys001():
     result = scan_files({"scratch/old.py": "import torch\nprint 'x'\n"}, config_text='[severity]\nSYS001 = "warning"\n')
     assert [f.severity.value for f in result.findings if f.code == "SYS001"] == ["warning"]
+
+
+SED_QUEUES = """queues:
+  - name: hpc
+    vm_size: Standard_HB120rs_v3
+    __ALMA8_PLAN__
+    max_count: 10
+  - name: gpu
+    vm_size: Standard_ND96asr_v4
+"""
+
+
+def test_a_line_that_is_only_a_sed_placeholder_is_a_template_line_not_a_parse_error():
+    """``__ALMA8_PLAN__`` alone on a line, replaced by a deploy script's sed before use (Azure/az-hop's CI configs):
+    the rest of the file is read, marked template; without it the YAML is plain and not marked."""
+    (doc,) = load_documents(SED_QUEUES)
+    assert doc.template and doc.data["queues"][0]["max_count"] == 10 and doc.data["queues"][1]["name"] == "gpu"
+    assert sys001(scan_files({"config.yml": SED_QUEUES})) == {}
+    (plain,) = load_documents(SED_QUEUES.replace("    __ALMA8_PLAN__\n", ""))
+    assert not plain.template
+    # a lower-case or inline token is YAML of its own (a scalar), and a dunder inside a value is not a placeholder line
+    with pytest.raises(Exception):
+        load_documents(SED_QUEUES.replace("__ALMA8_PLAN__", "__alma8_plan__"))

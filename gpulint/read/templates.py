@@ -3,7 +3,8 @@ same length so the rest of the file can be read, every position unchanged.
 
 Helm and other Go templates (``{{ .Values.image }}``, ``{{- if .x }}``),
 Jinja (``{% for %}``, ``{# #}``) and Terraform's ``templatefile`` (``%{ if }``,
-a line that is only ``${indent(4, yamlencode(x))}``) make a YAML file invalid
+a line that is only ``${indent(4, yamlencode(x))}``) and a line that is only a sed-style placeholder
+(``__ALMA8_PLAN__``, replaced by a deploy script) make a YAML file invalid
 YAML until they are rendered. gpulint does not render them (that needs the
 values and the tool); it reads what is there:
 
@@ -18,14 +19,20 @@ The scan is linear: each delimiter pair is searched with ``str.find``.
 """
 from __future__ import annotations
 
+import re
+
 PLACEHOLDER = "\ue000"  # private-use characters: printable for YAML, absent from real files
 _START = "\ue001"  # the first character of each action's placeholder, so adjacent actions stay apart
 # (opening, closing, what nests inside): Go/Helm, Jinja, Terraform directives and interpolations
 _PAIRS = (("{{", "}}", "{{"), ("{%", "%}", "{%"), ("{#", "#}", "{#"), ("%{", "}", "{"), ("${", "}", "{"))
 
 
+#: a line that is only a sed-style placeholder (``__ALMA8_PLAN__``), which a deploy script replaces with YAML lines
+_SED_LINE = re.compile(r"(?m)^[ \t]*(__[A-Z][A-Z0-9_]*__)[ \t]*\r?$")
+
+
 def has_template(text: str) -> bool:
-    return any(a in text for a, _, _ in _PAIRS)
+    return any(a in text for a, _, _ in _PAIRS) or _SED_LINE.search(text) is not None
 
 
 
@@ -43,6 +50,7 @@ def spans(text: str) -> list[tuple[int, int]]:
                 break  # unterminated: nothing after it can close either
             found.append((a, b))
             pos = b
+    found += [(m.start(1), m.end(1)) for m in _SED_LINE.finditer(text)]
     found.sort()
     out: list[tuple[int, int]] = []
     for a, b in found:
