@@ -154,6 +154,19 @@ def test_shell_launcher_by_shebang(tmp_path):
     assert [l["path"] for l in wl["launchers"]] == ["run"]
 
 
+@pytest.mark.parametrize("name, read", [("submit.sbatch_shifter", True), ("run.slurm-gpu", True), ("job.sh_old", True),
+                                        ("notes.txt_old", False), ("submit.sbatch_shifter", False)])
+def test_a_variant_of_a_job_script_extension_is_read_by_its_shebang(tmp_path, name, read):
+    """NERSC-style ``submit.sbatch_shifter``: a job script's extension with a suffix is a job script when its first line
+    is a shell's shebang (a file without one, or of another extension, is not read)."""
+    write(tmp_path, "train.py", FP32_TRAIN)
+    shebang = "#!/bin/bash\n" if read or name.startswith("notes") else ""
+    write(tmp_path, name, shebang + "#SBATCH --nodes=1\n#SBATCH --gres=gpu:4\ntorchrun --nproc_per_node 4 train.py\n")
+    data = scan(tmp_path)
+    launchers = [l["path"] for wl in data["workloads"] for l in wl["launchers"]]
+    assert (launchers == [name]) is read
+
+
 def test_plain_python_without_ml_imports_is_not_a_workload(tmp_path):
     write(tmp_path, "tools/report.py", "import csv\nfor row in csv.reader(open('x')):\n    print(row)\n")
     data = scan(tmp_path)

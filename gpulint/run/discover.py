@@ -131,6 +131,10 @@ def walk_files(root: Path, problems: list[tuple[str, str]] | None = None) -> lis
 JOB_SCRIPT_EXTENSIONS = frozenset({"slrm", "sub", "job", "batch", "pbs", "qsub", "lsf", "bsub"})
 
 
+#: the extensions of shell and job scripts whose variants (``.sbatch_shifter``) are read by their shebang too
+_SCRIPT_STEMS = frozenset({"sh", "bash", "sbatch", "slurm"})
+
+
 class Classifier:
     """A file's kind: by its name (the kinds' globs, highest priority first), else for a name without an extension
     or with a job-script one by its shebang. Names are classified once per Classifier (``__init__.py`` and
@@ -157,7 +161,10 @@ class Classifier:
     def may_have_shebang(self, name: str) -> bool:
         """Could the file's first line decide its kind (no extension, or a batch scheduler's)?"""
         ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-        return ("." not in name or ext in JOB_SCRIPT_EXTENSIONS) and self._any_shebang
+        # and a variant of a job script's extension (NERSC's submit.sbatch_shifter, run.slurm-gpu)
+        stem = re.split(r"[_\-]", ext, maxsplit=1)[0]
+        return ("." not in name or ext in JOB_SCRIPT_EXTENSIONS or stem in JOB_SCRIPT_EXTENSIONS
+                or (stem != ext and stem in _SCRIPT_STEMS)) and self._any_shebang
 
     def kind_of(self, path: Path) -> str | None:
         name = path.name
