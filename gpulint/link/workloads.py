@@ -872,7 +872,7 @@ def _launch_training(fact: Fact) -> str | None:
     training flag. None when the launch does not say (an evaluation, a server, a shell script)."""
     v = fact.value if isinstance(fact.value, dict) else {}
     tool = v.get("tool")
-    trainer = packaged.trainer_of_module(v.get("module")) or packaged.BY_NAME.get(v.get("trainer"))
+    trainer = packaged.trainer_of_launch(v)
     if trainer is not None:
         return f"{tool} runs {trainer.label}'s trainer"
     if tool not in _TRAINING_LAUNCHERS:
@@ -956,7 +956,7 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
         wl = Workload(name=f"{c.id} ({shown})", entrypoint=u.path, code_known=False, launch_training=trains)
         wl.reasons.append(f"infrastructure: {u.fact.loc.short()} runs {shown} on {c.id}: {where}")
         _attach_launcher(wl, u, repo, computes)
-        trainer = packaged.trainer_of_module(u.fact.value.get("module")) or packaged.BY_NAME.get(u.fact.value.get("trainer"))
+        trainer = packaged.trainer_of_launch(u.fact.value)
         if trainer is None or not _attach_packaged(wl, trainer, u, repo):
             wl.unknown.append(f"code: {where}: checks that read the training code (precision, data loading, checkpoints, "
                               "model size) do not apply; those of its launcher, compute and environment do")
@@ -1016,8 +1016,8 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
     recipe = str(use.fact.value.get("module") or "")
     if trainer is packaged.TORCHTUNE and recipe.endswith("_distributed"):
         # torchtune's *_distributed recipes shard parameters, gradients and optimizer state with FSDP (full shard)
-        offload = any(f.kind == "config.packaged_trainer" and f.value.get("cpu_offload") for f in repo.facts.get(path, []))
-        wl.facts.append(Fact("sharding", {"via": "fsdp", "stage": 3, "offload": offload}, own.loc, recipe.rsplit(".", 1)[-1]))
+        wl.facts.append(Fact("sharding", {"via": "fsdp", "stage": 3, "offload": bool(own.value.get("cpu_offload"))}, own.loc,
+                             recipe.rsplit(".", 1)[-1]))
     wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
                       f"configures it ({trainer.docs})")
     return True

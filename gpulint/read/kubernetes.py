@@ -859,11 +859,10 @@ def _gpu_only(key: str, op: str, values: list) -> bool:
     ns = next((n for n in _KARPENTER_NS if key.startswith(n)), None)
     if ns is None:
         return False
-    name = key[len(ns):]
+    name, got = key[len(ns):], _ints(values)
     if name in ("instance-gpu-manufacturer", "instance-gpu-memory", "sku-gpu-manufacturer"):
-        return op in ("In", "Exists") or (op == "Gt" and _ints(values) is not None and min(_ints(values)) >= 0)
+        return op in ("In", "Exists") or (op == "Gt" and got is not None and min(got) >= 0)
     if name in ("instance-gpu-count", "sku-gpu-count"):
-        got = _ints(values)
         return op == "Exists" or (got is not None and ((op == "Gt" and min(got) >= 0) or (op == "In" and min(got) > 0)))
     if name == "instance-category" and op == "In" and values:
         return {str(v).lower() for v in values} <= _GPU_CATEGORIES

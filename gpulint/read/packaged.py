@@ -54,6 +54,12 @@ def trainer_of_module(module: str | None) -> PackagedTrainer | None:
     return None
 
 
+def trainer_of_launch(value: dict) -> PackagedTrainer | None:
+    """The packaged trainer a launch fact's value runs: by the module it names, or the CLI's own mark (a recipe file
+    of the repository run by ``tune run``)."""
+    return trainer_of_module(value.get("module")) or BY_NAME.get(value.get("trainer"))
+
+
 def trainer_of_cli(program: str, subcommand: str) -> PackagedTrainer | None:
     return next((t for t in TRAINERS if (program, subcommand) in t.cli), None)
 

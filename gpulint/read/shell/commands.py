@@ -353,10 +353,10 @@ def _elastic_nodes(word: Word | None):
     return t if re.match(r"^\d+:\d+$", t) else None
 
 
-def _parse_torchrun(words: list[Word], tool_word: Word | None = None) -> Launch | None:
-    opts, i = _scan_options(words, 1, bools=_TORCHRUN_BOOLS)
-    value = empty_launch("torchrun")
-    launch = Launch(value, tool_word or words[0])
+def _torchrun_options(opts: list, launch: Launch) -> bool:
+    """torchrun's options (from _scan_options) into the launch: nodes, processes per node, ``--standalone`` (one
+    node); True when ``-m`` / ``--module`` says the target is a module. ``tune run`` takes the same options."""
+    value = launch.value
     module = False
     for name, val, fw in opts:
         key = _norm(name)
@@ -372,6 +372,14 @@ def _parse_torchrun(words: list[Word], tool_word: Word | None = None) -> Launch 
         else:
             continue
         launch.flags[name] = fw
+    return module
+
+
+def _parse_torchrun(words: list[Word], tool_word: Word | None = None) -> Launch | None:
+    opts, i = _scan_options(words, 1, bools=_TORCHRUN_BOOLS)
+    value = empty_launch("torchrun")
+    launch = Launch(value, tool_word or words[0])
+    module = _torchrun_options(opts, launch)
     if i >= len(words):
         return None  # no script: not a training launch we can link
     target = words[i]
@@ -456,15 +464,7 @@ def _parse_packaged(words: list[Word]) -> Launch | None:
     if trainer is TORCHTUNE:
         # `tune run [torchrun options] RECIPE [--config CFG] [key=value ...]`: the options are torchrun's
         opts, i = _scan_options(words, 2, bools=_TORCHRUN_BOOLS)
-        for name, val, fw in opts:
-            key = _norm(name)
-            if key == "nnodes":
-                value["nnodes"] = _elastic_nodes(val)
-            elif key == "nproc_per_node":
-                value["nproc_per_node"] = _int(val)
-            else:
-                continue
-            launch.flags[name] = fw
+        _torchrun_options(opts, launch)
         if i >= len(words) or not words[i].known:
             return None
         recipe = words[i].text
