@@ -170,3 +170,26 @@ def test_cli_workloads_says_which_values_are_overridable_defaults(tmp_path):
     proc = run_cli("workloads", tmp_path, "--format", "json")
     [wl] = json.loads(proc.stdout)["workloads"]
     assert wl["launchers"][0]["attrs"]["overridable"] == {"script": "ENTRY", "--nnodes": "NNODES"}
+
+
+def test_sbatch_gpu_total_prices_the_job_per_gpu_hour(tmp_path):
+    # `--gpus=h100:8` (sbatch's job total) on one node: 8 H100s per node, priced at the catalogue's H100 rate.
+    wls = workloads(tmp_path, {
+        "src/train.py": TRAIN,
+        "jobs/train.sbatch": "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gpus=h100:8\n"
+                             "torchrun --nproc_per_node $SLURM_GPUS_ON_NODE ../src/train.py\n",
+    })
+    wl = wls["src/train.py"]
+    assert wl.launchers[0].value["nproc_per_node"] == 8
+    rc = wl.resolution.compute
+    assert rc.gpus_per_node == 8 and rc.gpu_hour is not None and rc.gpu_hour.gpu_model.startswith("H100")
+    assert rc.usd_per_hour and rc.usd_per_hour > 8  # eight GPUs at a per-GPU list rate
+
+
+def test_sbatch_gpu_total_over_nodes_of_unknown_split_stays_unpriced(tmp_path):
+    wls = workloads(tmp_path, {
+        "src/train.py": TRAIN,
+        "jobs/train.sbatch": "#!/bin/bash\n#SBATCH --nodes=3\n#SBATCH --gpus=h100:8\nsrun python ../src/train.py\n",
+    })
+    rc = wls["src/train.py"].resolution.compute
+    assert rc.gpus_per_node is None and rc.usd_per_hour is None

@@ -153,6 +153,57 @@ def test_sbatch_node_range_is_not_a_count():
     assert [f.value for f in out if f.kind == "compute.gpus_per_node"] == [8]
 
 
+# Shaped after sbatch scripts that ask for GPUs as a job total or per task (torchtune benchmarks, NERSC
+# templates): sbatch(1) --gpus/-G is the job's total, --gpus-per-task multiplies by the tasks on a node.
+@pytest.mark.parametrize("directives, per_node, accel", [
+    (["--nodes=1", "--gpus=4"], 4, None),
+    (["-G 4"], 4, None),
+    (["--gpus=h100:8"], 8, {"type": "h100", "count": 8}),
+    (["--nodes=2", "--gpus=h100:16"], 8, {"type": "h100", "count": 8}),
+    (["-N 2", "--gpus-per-task=1", "--ntasks-per-node=4"], 4, None),
+    (["--nodes=2", "--ntasks=16", "--gpus-per-task=a100:1"], 8, {"type": "a100", "count": 8}),
+    (["--gpus-per-task=2"], 2, None),  # one task by default
+    (["--gpus=2", "--gpus-per-node=8"], 8, None),  # the per-node form wins
+])
+def test_sbatch_gpus_as_a_job_total_or_per_task(directives, per_node, accel):
+    text = "#!/bin/bash\n" + "".join(f"#SBATCH {d}\n" for d in directives) + "srun python train.py\n"
+    out = facts(text)
+    assert [f.value for f in out if f.kind == "compute.gpus_per_node"] == [per_node]
+    assert [f.value for f in out if f.kind == "compute.accelerator"] == ([accel] if accel else [])
+
+
+@pytest.mark.parametrize("directives", [
+    ["--nodes=3", "--gpus=8"],  # not an even split over the nodes
+    ["--gpus=16"],  # more than a node holds, with no --nodes: the split is Slurm's choice
+    ["--nodes=2", "--ntasks=3", "--gpus-per-task=1"],  # tasks not even over the nodes
+    ["--gpus=$NGPUS"],
+])
+def test_sbatch_gpu_total_that_does_not_decide_a_node_is_unknown(directives):
+    text = "#!/bin/bash\n" + "".join(f"#SBATCH {d}\n" for d in directives) + "srun python train.py\n"
+    out = facts(text)
+    assert [f.value for f in out if f.kind == "compute.gpus_per_node"] == [None]
+
+
+def test_sbatch_gpus_seed_slurm_gpus_on_node():
+    out = facts("""
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --gpus=16
+        torchrun --nnodes $SLURM_NNODES --nproc_per_node $SLURM_GPUS_ON_NODE train.py
+        """)
+    [launch] = [f for f in out if f.kind == "launch"]
+    assert launch.value["nproc_per_node"] == 8 and launch.value["nnodes"] == 2
+
+
+def test_srun_gpus_options():
+    out = facts("#!/bin/bash\nsrun -N 2 --ntasks-per-node=4 --gpus-per-task=1 python train.py\n")
+    [launch] = [f for f in out if f.kind == "launch"]
+    assert launch.value["wrapper"]["gpus_per_node"] == 4
+    out = facts("#!/bin/bash\nsrun -N 2 -G 16 python train.py\n")
+    [launch] = [f for f in out if f.kind == "launch"]
+    assert launch.value["wrapper"]["gpus_per_node"] == 8
+
+
 def test_no_slurm_facts_without_sbatch_lines():
     out = facts("#!/bin/bash\n# nodes=4\ntorchrun --nproc_per_node 8 train.py\n")
     assert not [f for f in out if f.kind.startswith("compute.")]

@@ -18,7 +18,7 @@ from typing import Callable
 
 from gpulint.read.packaged import TORCHTUNE, TRAINERS, trainer_of_cli
 from gpulint.read.shell.lexer import split_words
-from gpulint.read.shell.slurm import gpu_count, gres_gpus
+from gpulint.read.shell.slurm import job_gpus
 
 __all__ = ["Word", "Launch", "Inline", "parse_words", "split_command_line", "empty_launch"]
 
@@ -624,25 +624,27 @@ _MPI_BOOLS = frozenset({
 _MPI_PAIRS = frozenset({"--mca", "-mca", "-genv", "-env", "--gmca", "-gmca"})
 
 
+# srun options that count nodes, tasks and GPUs, by the long name without dashes.
+_SRUN_KEYS = {"N": "nodes", "nodes": "nodes", "n": "ntasks", "ntasks": "ntasks", "ntasks_per_node": "ntasks_per_node",
+              "gpus_per_node": "gpus_per_node", "gres": "gres", "G": "gpus", "gpus": "gpus",
+              "gpus_per_task": "gpus_per_task"}
+
+
 def _parse_srun(words: list[Word]):
     opts, i = _scan_options(words, 1, bools=_SRUN_BOOLS, stop_at_tool=True)
     wrap = {"tool": "srun", "nodes": None, "ntasks": None, "ntasks_per_node": None, "gpus_per_node": None}
     flags = {}
+    gpu_opts: dict[str, str] = {}  # as job_gpus() reads them
     for name, val, fw in opts:
-        key = _norm(name)
-        if key in ("N", "nodes"):
-            wrap["nodes"] = _int(val)
-        elif key in ("n", "ntasks"):
-            wrap["ntasks"] = _int(val)
-        elif key == "ntasks_per_node":
-            wrap["ntasks_per_node"] = _int(val)
-        elif key == "gpus_per_node":
-            wrap["gpus_per_node"] = gpu_count(_str(val))
-        elif key == "gres":
-            wrap["gpus_per_node"] = gres_gpus(_str(val) or "")
-        else:
+        key = _SRUN_KEYS.get(_norm(name))
+        if key is None:
             continue
+        if key in ("nodes", "ntasks", "ntasks_per_node"):
+            wrap[key] = _int(val)
+        gpu_opts[key] = _str(val) or ""
         flags[name] = fw
+    got = job_gpus(gpu_opts)
+    wrap["gpus_per_node"] = got[0] if got else None
     if wrap["ntasks_per_node"] is None and wrap["nodes"] and wrap["ntasks"] and wrap["ntasks"] % wrap["nodes"] == 0:
         wrap["ntasks_per_node"] = wrap["ntasks"] // wrap["nodes"]
     return wrap, flags, i, []

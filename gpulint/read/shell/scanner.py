@@ -17,7 +17,7 @@ from gpulint.core.model import Fact, Location
 from gpulint.read.shell.commands import Word, parse_words
 from gpulint.read.errors import ReadError
 from gpulint.read.shell.lexer import ASSIGN_HEAD, Lexer, Tok, lit_text, split_words
-from gpulint.read.shell.slurm import gpu_count, gres_gpus, slurm_hours
+from gpulint.read.shell.slurm import job_gpus, slurm_hours
 
 __all__ = ["read_shell", "ShellScanner", "UNKNOWN", "inline_launches", "launch_provenance", "parse_command"]
 
@@ -820,12 +820,36 @@ def parse_command(argv: list[str]) -> dict | None:
 
 # ---------------------------------------------------------------- Slurm directives
 
+# Job options that decide a node's GPUs, by the long name job_gpus() reads them under.
+_SBATCH_GPU_KEYS = {"--gres": "gres", "--gpus-per-node": "gpus_per_node", "--gpus": "gpus", "-G": "gpus",
+                    "--gpus-per-task": "gpus_per_task"}
+_SBATCH_COUNT_KEYS = {"--nodes": "nodes", "-N": "nodes", "--ntasks": "ntasks", "-n": "ntasks",
+                      "--ntasks-per-node": "ntasks_per_node"}
+
+
+def _gpu_facts(facts: list[Fact], seeds: dict, gpu_opts: dict[str, tuple[str, Location, str]]) -> None:
+    """The GPUs per node (and model) that the job's GPU options decide, at the option that asked for them."""
+    got = job_gpus({key: val for key, (val, _, _) in gpu_opts.items()})
+    if got is None:
+        return
+    count, kind, key = got
+    _, loc, flag = gpu_opts[key]
+    facts.append(Fact("compute.gpus_per_node", count, loc, key=flag, target="slurm"))
+    if kind:
+        facts.append(Fact("compute.accelerator", {"type": kind, "count": count}, loc, key=flag, target="slurm"))
+    if key == "gpus_per_node" and count is not None:
+        seeds["SLURM_GPUS_PER_NODE"] = str(count)
+    if count is not None:
+        seeds["SLURM_GPUS_ON_NODE"] = str(count)  # set by Slurm for every form of GPU request
+
+
 def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
     """`#SBATCH` lines before the first command (sbatch stops reading there)."""
     facts: list[Fact] = []
     seeds: dict = {}
     target_at = None
     partition = constraint = None
+    gpu_opts: dict[str, tuple[str, Location, str]] = {}  # long name -> (value, where, flag as written)
     for lineno, raw in enumerate(text.splitlines(), 1):
         stripped = raw.strip()
         if not stripped:
@@ -862,18 +886,8 @@ def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
                     facts.append(Fact("compute.min_nodes", int(m.group(1)), loc, key=name, target="slurm"))
                 if count is not None:
                     seeds["SLURM_JOB_NUM_NODES"] = seeds["SLURM_NNODES"] = str(count)
-            elif name in ("--gres", "--gpus-per-node"):
-                count = gres_gpus(val) if name == "--gres" else gpu_count(val)
-                if name == "--gres" and not val.startswith("gpu"):
-                    continue
-                facts.append(Fact("compute.gpus_per_node", count, loc, key=name, target="slurm"))
-                bits = val.split(",")[0].split(":")
-                kind = bits[1] if name == "--gres" and len(bits) == 3 else (bits[0] if name != "--gres" and len(bits) == 2 else None)
-                if kind:
-                    facts.append(Fact("compute.accelerator", {"type": kind, "count": count}, loc, key=name,
-                                      target="slurm"))
-                if name == "--gpus-per-node" and count is not None:
-                    seeds["SLURM_GPUS_PER_NODE"] = str(count)
+            elif name in _SBATCH_GPU_KEYS and (name != "--gres" or val.startswith("gpu")):
+                gpu_opts[_SBATCH_GPU_KEYS[name]] = (val, loc, name)
             elif name in ("--time", "-t"):
                 hours = slurm_hours(val)
                 if hours is not None:
@@ -884,6 +898,9 @@ def _sbatch_facts(text: str, path: str) -> tuple[list[Fact], dict]:
                 constraint = val  # node features: on ParallelCluster, a compute resource's name or instance type
             elif name == "--ntasks-per-node" and val.isdigit():
                 seeds["SLURM_NTASKS_PER_NODE"] = val
+            if name in _SBATCH_COUNT_KEYS:  # a later option overrides an earlier one, as in sbatch
+                gpu_opts[_SBATCH_COUNT_KEYS[name]] = (val, loc, name)
+    _gpu_facts(facts, seeds, gpu_opts)
     if target_at is not None:
         facts.insert(0, Fact("compute.target", {"source": "slurm", "provider": None, "resource": "sbatch",
                                                 "role": None, "partition": partition},
