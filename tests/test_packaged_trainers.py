@@ -212,6 +212,45 @@ def test_a_torchtune_dtype_override_on_the_launch_line_decides():
     assert not codes(files, "AMP001")
 
 
+# Shaped after repositories that carry a copy of torchtune (its recipes/ and recipes/configs/ folders) and launch
+# its recipes from sbatch scripts by their built-in names, asking for GPUs per task.
+COPY_SBATCH = """\
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-task=8
+srun tune run --nnodes 2 --nproc_per_node 8 {recipe} --config {config}
+"""
+RECIPE = "import torch\n\n\ndef recipe_main(cfg):\n    model = torch.nn.Linear(8, 8).cuda()\n    return model\n"
+
+
+def _torchtune_copy(recipe="full_finetune_distributed", config="llama3_1/8B_full", configs=True):
+    files = {f"recipes/{recipe}.py": RECIPE, "torchtune/__init__.py": "",
+             "slurm/full_finetune_multinode.slurm": COPY_SBATCH.format(recipe=recipe, config=config)}
+    if configs:
+        files["recipes/configs/llama3_1/8B_full.yaml"] = TUNE_CFG.format(builder="llama3_1_8b", resume="false",
+                                                                         dtype="dtype: fp32\n")
+    return files
+
+
+def test_a_torchtune_copy_links_its_launch_to_the_built_in_config_it_names():
+    result = scan_files(_torchtune_copy())
+    [wl] = [w for w in result.workloads if w["name"].startswith("slurm/")]
+    assert wl["code_files"] == ["recipes/configs/llama3_1/8B_full.yaml"]
+    assert (wl["compute"]["gpus_per_node"], wl["compute"]["nodes"]) == (8, 2)
+    # the recipe file of the copy is not torchtune.recipes.full_finetune_distributed's path: still a packaged launch
+    assert [(f.code, f.loc.path) for f in result.findings if f.code == "AMP001"] == \
+        [("AMP001", "recipes/configs/llama3_1/8B_full.yaml")]
+
+
+def test_a_built_in_torchtune_config_name_outside_a_copy_stays_unknown():
+    result = scan_files(_torchtune_copy(configs=False))
+    [wl] = [w for w in result.workloads if w["name"].startswith("slurm/")]
+    assert wl["code_files"] == []
+    assert any("llama3_1/8B_full, which is not a torchtune config of the repository" in u for u in wl["unknown"])
+    assert not [f for f in result.findings if f.code.startswith(("AMP", "MEM", "SPOT"))]
+
+
 @pytest.mark.parametrize("text, trainer", [
     (AXOLOTL_CFG.format(precision=""), AXOLOTL),
     (LMF_CFG.format(precision=""), LLAMA_FACTORY),

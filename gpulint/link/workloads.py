@@ -887,18 +887,22 @@ def _launch_training(fact: Fact) -> str | None:
     return None
 
 
-def _not_in_repository(fact: Fact, code_names: set[str]) -> str | None:
+def _not_in_repository(fact: Fact, code_names: set[str], code_paths: frozenset[str]) -> str | None:
     """Where the launch's code lives when it is not a file of the repository ("fetched at run time", "in the image"),
     or None when it may be one (a literal name some file of the repository has, a script held in a variable).
-    ``code_names``: the file names of the repository's code."""
+    ``code_names``: the file names of the repository's code; ``code_paths``: their paths."""
     v = fact.value if isinstance(fact.value, dict) else {}
     if (fact.attrs or {}).get("fetched"):
         return "fetched at run time"
     script, module = v.get("script"), v.get("module")
     if module:
-        tail = module.rsplit(".", 1)[-1] + ".py"
-        return None if tail in code_names else \
-            f"module {module} is not a file of the repository (in the image)"
+        # a module is the file its dotted path names under some source root (pkg/mod.py, pkg/mod/__main__.py);
+        # a file of the same name elsewhere (a torchtune copy's recipes/x.py for torchtune.recipes.x) is another
+        # module, whatever the installed package maps it to
+        rel = module.replace(".", "/")
+        if any(p == c or p.endswith("/" + c) for c in (rel + ".py", rel + "/__main__.py") for p in code_paths):
+            return None
+        return f"module {module} is not a file of the repository (in the image)"
     if not isinstance(script, str) or not script.endswith(".py") or "$" in script or "{" in script:
         return None
     tail = posixpath.basename(script)
@@ -940,7 +944,8 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
     """A training launcher on GPU compute whose script is not in the repository is a workload whose code is unknown:
     the checks that need only its launcher, compute and environment (RDMA, idle GPUs, cost) still apply to it."""
     claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
-    code_names = {posixpath.basename(p) for p in repo.files_of_kind(*CODE_KINDS)}
+    code_paths = frozenset(repo.files_of_kind(*CODE_KINDS))
+    code_names = {posixpath.basename(p) for p in code_paths}
     for u in uses:
         if not u.holder or u.holder in claimed or scope.outside(u.path):
             continue
@@ -948,7 +953,7 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
         if not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)
                 or (c.placed_on is not None and c.placed_on.has_gpu_hint())):
             continue
-        where = _not_in_repository(u.fact, code_names)
+        where = _not_in_repository(u.fact, code_names, code_paths)
         trains = _launch_training(u.fact) if where else None
         if not trains:
             continue
@@ -987,13 +992,24 @@ def _packaged_config_arg(trainer: "packaged.PackagedTrainer", args: list[str]) -
     return None, 0
 
 
+def _builtin_config(trainer: "packaged.PackagedTrainer", cfg: str | None, repo: Repo) -> str | None:
+    """A torchtune config named without a file extension (``llama3_3/70B_full_multinode``) is one of torchtune's own,
+    which its source tree keeps as recipes/configs/<name>.yaml: a file of the repository only in a copy of torchtune
+    (https://pytorch.org/torchtune/stable/deep_dives/configs.html, "tune ls" and "tune cp")."""
+    if trainer is not packaged.TORCHTUNE or not cfg or cfg.endswith((".yaml", ".yml")) or "$" in cfg:
+        return None
+    rel = f"recipes/configs/{cfg}.yaml"
+    matches = [p for p in repo.kinds if p == rel or p.endswith("/" + rel)]
+    return matches[0] if len(matches) == 1 else None
+
+
 def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_Use", repo: Repo) -> bool:
     """A packaged trainer (gpulint.read.packaged) launched with a config of the repository: its code is that config
     (the trainer's documented behaviour under these keys), so the checks that read training code read it. False
     when the config is not a file of the repository or not one of this trainer."""
     args = [a for a in use.fact.value.get("args") or [] if isinstance(a, str)]
     cfg, after = _packaged_config_arg(trainer, args)
-    path = _resolve_config(cfg, use.path, repo, None)
+    path = _resolve_config(cfg, use.path, repo, None) or _builtin_config(trainer, cfg, repo)
     own = next((f for f in repo.facts.get(path, []) if f.kind == "config.packaged_trainer"
                 and f.value.get("trainer") == trainer.name), None) if path else None
     if own is None:
