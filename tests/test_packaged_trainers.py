@@ -100,9 +100,17 @@ def test_a_launch_line_that_overrides_precision_leaves_it_unknown():
 def test_a_config_outside_the_repository_leaves_the_code_unknown():
     files = {"k8s/job.yaml": _job('["axolotl", "train", "/workspace/configs/ft.yml"]')}
     wl = _workload(scan_files(files))
-    assert any(u.startswith("config: axolotl runs with its config /workspace/configs/ft.yml") for u in wl["unknown"])
+    assert "config: axolotl runs with its config /workspace/configs/ft.yml, which is not an axolotl config of the " \
+        "repository: what it sets (precision, checkpoints) is unknown" in wl["unknown"]
     assert any(u.startswith("code: module axolotl.cli.train is not a file of the repository") for u in wl["unknown"])
     assert not codes(files, "AMP")
+
+
+def test_a_config_named_at_run_time_says_so():
+    files = {"k8s/job.yaml": _job('["axolotl", "train", "$(CONFIG).yaml"]')}
+    wl = _workload(scan_files(files))
+    assert any(u.startswith("config: axolotl runs with its config $(CONFIG).yaml, a name decided at run time")
+               for u in wl["unknown"]), wl["unknown"]
 
 
 def test_other_subcommands_of_a_trainer_cli_are_not_training():

@@ -1013,9 +1013,14 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
     own = next((f for f in repo.facts.get(path, []) if f.kind == "config.packaged_trainer"
                 and f.value.get("trainer") == trainer.name), None) if path else None
     if own is None:
-        what = f"its config {cfg}" if cfg else "no config file"
-        wl.unknown.append(f"config: {trainer.label} runs with {what}, which is not a {trainer.label} config of the "
-                          "repository: what it sets (precision, checkpoints) is unknown")
+        article = "an" if trainer.label[:1].lower() in "aeiou" else "a"
+        if cfg and ("$" in cfg or "{" in cfg):
+            what = f"its config {cfg}, a name decided at run time"
+        elif cfg:
+            what = f"its config {cfg}, which is not {article} {trainer.label} config of the repository"
+        else:
+            what = "no config file named on its launch line"
+        wl.unknown.append(f"config: {trainer.label} runs with {what}: what it sets (precision, checkpoints) is unknown")
         return False
     _attach_config(wl, path, repo, f"launcher: {use.fact.loc.short()} passes it to {trainer.label}")
     overrides = [a for a in args[after:] if _PRECISION_OVERRIDE.match(a)]
