@@ -241,6 +241,26 @@ def _torchtune_copy(recipe="full_finetune_distributed", config="llama3_1/8B_full
     return files
 
 
+@pytest.mark.parametrize("recipe", ["eleuther_eval", "generate", "quantize"])
+def test_torchtune_recipes_that_do_not_train_are_no_training_workloads(recipe):
+    files = _tune(recipe=recipe)
+    assert not [w for w in scan_files(files).workloads if w["role"] == "training"]
+    assert not codes(files, "AMP001")
+
+
+def test_a_launched_copy_of_llama_factory_trains_by_its_command(tmp_path):
+    # a LLaMA-Factory copy (src/llamafactory) whose tuner trains through a Trainer subclass gpulint does not follow:
+    # `llamafactory-cli train` is its training command, so the workload's role is training, by its launcher
+    files = {"src/llamafactory/__init__.py": "", "src/llamafactory/train/__init__.py": "",
+             "src/llamafactory/train/tuner.py": "import torch\n\n\ndef run_exp(args=None):\n"
+                                                 "    with torch.no_grad():\n        torch.zeros(1).cuda()\n",
+             "pyproject.toml": '[project]\nname = "llamafactory"\n[project.scripts]\n'
+                               'llamafactory-cli = "llamafactory.train.tuner:run_exp"\n',
+             "jobs/sft.sh": "#!/bin/bash\n#SBATCH --gpus=1\nllamafactory-cli train $1\n"}
+    wl = next((w for w in scan_files(files).workloads if w["name"].startswith("src/llamafactory/train/tuner.py")), None)
+    assert wl is not None and wl["role"] == "training", wl
+
+
 def test_a_torchtune_copy_links_its_launch_to_the_built_in_config_it_names():
     result = scan_files(_torchtune_copy())
     [wl] = [w for w in result.workloads if w["name"].startswith("slurm/")]

@@ -17,6 +17,7 @@ checkpoint (``infer_optim_dtype``: bf16 > fp16 > fp32), so only ``true`` is read
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
 from typing import Any
 
 from gpulint.core.model import Fact
@@ -31,6 +32,8 @@ class PackagedTrainer:
     module: str  # the module its CLI runs (what a launch fact's ``module`` holds)
     cli: tuple[tuple[str, str], ...]  # (program, subcommand) that train
     docs: str
+    #: for a trainer whose command runs one of several programs (torchtune's recipes), the names of those that train
+    trains: "re.Pattern[str] | None" = None
 
 
 AXOLOTL = PackagedTrainer("axolotl", "axolotl", "axolotl.cli.train", (("axolotl", "train"),),
@@ -38,8 +41,11 @@ AXOLOTL = PackagedTrainer("axolotl", "axolotl", "axolotl.cli.train", (("axolotl"
 LLAMA_FACTORY = PackagedTrainer("llama_factory", "LLaMA-Factory", "llamafactory.train.tuner",
                                 (("llamafactory-cli", "train"), ("lmf", "train")),
                                 "https://llamafactory.readthedocs.io/en/latest/advanced/arguments.html")
+# torchtune's recipes (`tune ls`): full/lora fine-tunes, DPO, PPO, GRPO, QAT and distillation train; eleuther_eval,
+# generate and quantize do not (https://pytorch.org/torchtune/stable/recipes/recipes_overview.html)
 TORCHTUNE = PackagedTrainer("torchtune", "torchtune", "torchtune.recipes", (("tune", "run"),),
-                            "https://pytorch.org/torchtune/stable/deep_dives/configs.html")
+                            "https://pytorch.org/torchtune/stable/deep_dives/configs.html",
+                            re.compile(r"finetune|dpo|ppo|grpo|qat|distillation|train", re.I))
 TRAINERS = (AXOLOTL, LLAMA_FACTORY, TORCHTUNE)
 BY_NAME = {t.name: t for t in TRAINERS}
 
@@ -50,7 +56,8 @@ def trainer_of_module(module: str | None) -> PackagedTrainer | None:
         return None
     for t in TRAINERS:
         if module == t.module or module.startswith(t.module + "."):
-            return t
+            program = module[len(t.module) + 1:]
+            return t if t.trains is None or t.trains.search(program) else None
     return None
 
 

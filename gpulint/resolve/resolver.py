@@ -20,6 +20,7 @@ from gpulint.pricing.catalogue import Catalogue, Instance
 from gpulint.core.families import CPU, GPU, UNKNOWN, device_of
 from gpulint.core.model import Fact, Location
 from gpulint.resolve.precision import precision_view, resolve_cli
+from gpulint.read import packaged
 from gpulint.read.kubernetes import as_int
 from gpulint.resolve.results import (
     BATCH, INFERENCE, TRAINING, CheckpointInfo, GpuHourRate, ModelInfo, PrecisionInfo, Price, ResolvedCompute, UnknownInstance,
@@ -590,6 +591,13 @@ def _role(wl: Workload, rc: ResolvedCompute | None) -> tuple[str, str]:
         return TRAINING, f"{trains[0].value.get('via')} at {trains[0].loc.short()}"
     if wl.launch_training:  # a job whose code is not in the repository: its launcher says it trains
         return TRAINING, f"the launcher: {wl.launch_training}"
+    # a packaged trainer's own training command (llamafactory-cli train, axolotl train, tune run) run on a copy of
+    # that trainer in the repository: the command trains by the trainer's documentation, even where its code trains
+    # through a Trainer subclass gpulint does not follow
+    cli = next((l for l in wl.launchers if packaged.trainer_of_launch(l.value) is not None), None)
+    if cli is not None:
+        return TRAINING, (f"the launcher: {cli.loc.short()} runs {packaged.trainer_of_launch(cli.value).label}'s "
+                          "training command")
     serves = wl.code_facts("serves")
     if serves:
         return INFERENCE, f"serves with {serves[0].value.get('via')} at {serves[0].loc.short()}"

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gpulint.read.packaged import TORCHTUNE, TRAINERS, trainer_of_cli
+from gpulint.read.packaged import TORCHTUNE, TRAINERS, trainer_of_cli, trainer_of_module
 from gpulint.read.shell.lexer import split_words
 from gpulint.read.shell.slurm import job_gpus
 
@@ -470,6 +470,8 @@ def _parse_packaged(words: list[Word]) -> Launch | None:
         recipe = words[i].text
         if recipe.endswith(".py"):
             value["script"] = recipe  # a recipe file of the repository: its code is read
+        elif trainer_of_module(f"{trainer.module}.{recipe}") is None:
+            return None  # a recipe that does not train (eleuther_eval, generate, quantize)
         else:
             value["module"] = f"{trainer.module}.{recipe}"
         rest = words[i + 1:]
