@@ -594,10 +594,9 @@ def _role(wl: Workload, rc: ResolvedCompute | None) -> tuple[str, str]:
     # a packaged trainer's own training command (llamafactory-cli train, axolotl train, tune run) run on a copy of
     # that trainer in the repository: the command trains by the trainer's documentation, even where its code trains
     # through a Trainer subclass gpulint does not follow
-    cli = next((l for l in wl.launchers if packaged.trainer_of_launch(l.value) is not None), None)
+    cli = next(((l, t) for l in wl.launchers if (t := packaged.trainer_of_launch(l.value)) is not None), None)
     if cli is not None:
-        return TRAINING, (f"the launcher: {cli.loc.short()} runs {packaged.trainer_of_launch(cli.value).label}'s "
-                          "training command")
+        return TRAINING, f"the launcher: {cli[0].loc.short()} runs {cli[1].label}'s training command"
     serves = wl.code_facts("serves")
     if serves:
         return INFERENCE, f"serves with {serves[0].value.get('via')} at {serves[0].loc.short()}"
