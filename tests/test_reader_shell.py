@@ -164,6 +164,7 @@ def test_sbatch_node_range_is_not_a_count():
     (["--nodes=2", "--ntasks=16", "--gpus-per-task=a100:1"], 8, {"type": "a100", "count": 8}),
     (["--gpus-per-task=2"], 2, None),  # one task by default
     (["--gpus=2", "--gpus-per-node=8"], 8, None),  # the per-node form wins
+    (["--nodes=1", "--gpus-per-task=nvidia.com/gpu:8"], 8, None),  # a resource name, not a GPU model
 ])
 def test_sbatch_gpus_as_a_job_total_or_per_task(directives, per_node, accel):
     text = "#!/bin/bash\n" + "".join(f"#SBATCH {d}\n" for d in directives) + "srun python train.py\n"

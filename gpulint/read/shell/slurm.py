@@ -22,10 +22,11 @@ def gres_gpus(text: str) -> int | None:
 
 
 def _typed(text: str | None) -> tuple[int | None, str | None]:
-    """`4` -> (4, None); `h100:4` -> (4, "h100"); anything else -> (None, None)."""
+    """`4` -> (4, None); `h100:4` -> (4, "h100"); anything else -> (None, None). A type that is a resource name
+    (`nvidia.com/gpu:8`, as Kubernetes-backed Slurm templates write it) names no GPU model."""
     bits = (text or "").split(",")[0].split(":")
     count = int(bits[-1]) if bits[-1].isdigit() else None
-    return count, (bits[0] if len(bits) == 2 and count is not None else None)
+    return count, (bits[0] if len(bits) == 2 and count is not None and "/" not in bits[0] else None)
 
 
 def _plain(text: str | None) -> int | None:
