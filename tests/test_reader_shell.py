@@ -461,3 +461,14 @@ def test_makefile_without_launches():
     assert facts("CFLAGS := -O2\nall: main.o\n\t$(CC) -o main main.o\n", None, read_makefile) == [
         f for f in facts("CFLAGS := -O2\nall: main.o\n\t$(CC) -o main main.o\n", None, read_makefile)
         if f.kind == "env"]
+
+
+@pytest.mark.parametrize("word,is_open", [
+    ("$EXTRA_ARGS", True), ("${EXTRA_ARGS}", True), ('"${ARGS[@]}"', True), ("$@", True), ("$(cat flags.txt)", True),
+    ("data/en-$tgt", False), ("${data}/bin", False), ("$DATA_DIR/train.json", False),
+])
+def test_only_a_word_that_is_one_expansion_may_add_flags(word, is_open):
+    """`torchrun train.py $EXTRA` may pass any flag; `torchrun train.py ${data}/bin` passes a path: a word with
+    literal text around its expansion is a value, and the line's flags are read as complete."""
+    [launch] = [f for f in read_shell(f"torchrun train.py {word} --epochs 2\n", "run.sh") if f.kind == "launch"]
+    assert bool(launch.value.get("args_open")) is is_open

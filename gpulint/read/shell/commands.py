@@ -216,14 +216,19 @@ def _norm(flag: str) -> str:
 
 # ---------------------------------------------------------------- script arguments
 
+#: a word that is one expansion and nothing else (``$EXTRA``, ``"${ARGS[@]}"``, ``$@``, ``$(cat flags.txt)``)
+_WHOLE_EXPANSION = re.compile(r'^"?(?:\$\{[^}]*\}|\$\w+|\$[@*]|\$\(.*\)|`.*`)"?$', re.S)
+
+
 def _script_args(value: dict, args: list[Word], flags: dict) -> None:
     """Record the script's own arguments and a DeepSpeed config passed to it."""
     value["args"] = [a.text for a in args]
     for k, a in enumerate(args):
         prev = args[k - 1] if k else None
-        if not a.known and not a.text.startswith("-") and not (prev is not None and prev.known and prev.text.startswith("-")
-                                                                and "=" not in prev.text):
+        if not a.known and _WHOLE_EXPANSION.match(a.text) and not (prev is not None and prev.known and prev.text.startswith("-")
+                                                                   and "=" not in prev.text):
             # `... --epochs 2 $BF16_FLAG`: a word that may expand to flags of its own; a flag not seen may be in it
+            # (a word with literal text around the expansion, `data/en-$tgt` or `${data}/bin`, is a value: a path)
             value["args_open"] = True
     for k, a in enumerate(args):
         if not a.known or not a.text.startswith("--"):
