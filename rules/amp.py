@@ -350,6 +350,8 @@ def _left_at_default(defaults, wl: Workload) -> str:
         if mech == "lightning":
             return (f"{'Fabric' if f.value.get('fabric') else 'the Trainer'}'s precision is not set (default \"32-true\") "
                     f"at {f.loc.short()}")
+        if mech == "packaged_config" and f.value.get("trainer") == "fairseq":
+            return f"fairseq-train is passed none of --fp16, --bf16, --amp (default fp32) at {f.loc.short()}"
     return "no mixed precision found"
 
 
@@ -404,12 +406,12 @@ def _what(trains) -> str:
             "accelerate": "accelerate training",
             "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop",
             "jax": "JAX training step", "axolotl": "axolotl training", "llama_factory": "LLaMA-Factory training",
-            "torchtune": "torchtune training"}.get(trains.value.get("via"), "Training loop")
+            "torchtune": "torchtune training", "fairseq": "fairseq training"}.get(trains.value.get("via"), "Training loop")
 
 
 def _guidance(wl: Workload) -> str:
     c = compute_of(wl)
-    bf16 = c.bf16_supported if c is not None else None  # None: the GPU is unknown, or the catalogue does not say
+    bf16 = c.gpu_bf16 if c is not None else None  # None: the GPU is unknown, or the catalogue does not say
     if bf16 is False:
         lead = f"Train in fp16 (with a GradScaler: this GPU has no bf16): {_how(wl, fp16=True)}."
     elif bf16 is True:
@@ -436,7 +438,11 @@ def _how(wl: Workload, fp16: bool) -> str:
         return "set `dtype: bf16` in the torchtune config (the recipe then holds weights and activations in bf16)" + (
             "; torchtune's recipes do not train in fp16" if fp16 else "")
     if packaged_by:
-        cfg = next(f.loc.path for f in wl.of("precision") if f.value.get("mechanism") == "packaged_config")
+        set_by = next(f for f in wl.of("precision") if f.value.get("mechanism") == "packaged_config")
+        if "fairseq" in packaged_by:
+            return (f"pass `--{'fp16' if fp16 else 'bf16'}` to fairseq-train ({set_by.loc.short()})" +
+                    (" (fairseq scales the loss itself; --amp does the same through torch.autocast)" if fp16 else ""))
+        cfg = set_by.loc.path
         return (f"set `{'fp16: true' if fp16 else 'bf16: true'}` in {cfg}" +
                 (" (axolotl's own default, `bf16: auto`, picks bf16 wherever the GPU has it)" if "axolotl" in packaged_by
                  and not fp16 else ""))
@@ -732,6 +738,10 @@ class Tf32NotEnabled(Rule):
         tf32 = _matmul_tf32(wl)
         if any(f.value.get("enabled") is not False for f in tf32):
             return  # enabled, or set to a value gpulint cannot decide
+        if not tf32 and any(not f.loc.path.endswith((".yml", ".yaml")) for f in wl.code_facts("config.packaged_trainer")):
+            # a packaged trainer configured by its launch line's flags (fairseq-train) runs code that is not the
+            # repository's to edit, and has no TF32 flag: AMP001's --bf16/--fp16 is the change to make
+            return
         # a config key that turns it off (a packaged trainer's tf32: false) is where to look and what to change
         off = sorted((f for f in tf32 if f.value.get("enabled") is False and f.loc.path.endswith((".yml", ".yaml"))),
                      key=lambda f: f.loc)

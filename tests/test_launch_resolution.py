@@ -214,7 +214,10 @@ def test_program_launches_do_not_renumber_the_other_launches():
 def test_programs_only_in_shell_files():
     from gpulint.read.shell.commands import parse_words, Word
 
-    assert parse_words([Word.of(w) for w in ["fairseq-train", "data", "--fp16"]]) is None
+    assert parse_words([Word.of(w) for w in ["mt-train", "data", "--fp16"]]) is None
+    # a packaged trainer's own command (gpulint.read.packaged) is one wherever it is written: a container's command
+    launch = parse_words([Word.of(w) for w in ["fairseq-train", "data", "--fp16"]])
+    assert launch is not None and launch.value["tool"] == "program" and launch.value["program"] == "fairseq-train"
 
 
 # ---------------------------------------------------------------- reader: packaging

@@ -874,7 +874,7 @@ def _launch_training(fact: Fact) -> str | None:
     tool = v.get("tool")
     trainer = packaged.trainer_of_launch(v)
     if trainer is not None:
-        return f"{tool} runs {trainer.label}'s trainer"
+        return f"{v.get('program') or tool} runs {trainer.label}'s trainer"
     if tool not in _TRAINING_LAUNCHERS:
         return None
     name = str(v.get("script") or v.get("module") or "")
@@ -887,13 +887,20 @@ def _launch_training(fact: Fact) -> str | None:
     return None
 
 
-def _not_in_repository(fact: Fact, code_names: set[str], code_paths: frozenset[str]) -> str | None:
+def _not_in_repository(fact: Fact, code_names: set[str], code_paths: frozenset[str], consoles: dict) -> str | None:
     """Where the launch's code lives when it is not a file of the repository ("fetched at run time", "in the image"),
     or None when it may be one (a literal name some file of the repository has, a script held in a variable).
-    ``code_names``: the file names of the repository's code; ``code_paths``: their paths."""
+    ``code_names``: the file names of the repository's code; ``code_paths``: their paths; ``consoles``: the
+    console scripts its packaging declares (a ``program`` launch of a packaged trainer that is not one of them runs
+    the installed trainer)."""
     v = fact.value if isinstance(fact.value, dict) else {}
     if (fact.attrs or {}).get("fetched"):
         return "fetched at run time"
+    if v.get("tool") == "program":
+        trainer = packaged.trainer_of_launch(v)
+        if trainer is None or v.get("program") in consoles:
+            return None
+        return f"{v['program']} is {trainer.label}'s command, not a console script of the repository (in the image)"
     script, module = v.get("script"), v.get("module")
     if module:
         # a module is the file its dotted path names under some source root (pkg/mod.py, pkg/mod/__main__.py);
@@ -942,35 +949,55 @@ def _launch_checkpoints(launch: Fact) -> list[Fact]:
 def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], computes: dict[str, Compute], repo: Repo,
                          scope: "Scope") -> None:
     """A training launcher on GPU compute whose script is not in the repository is a workload whose code is unknown:
-    the checks that need only its launcher, compute and environment (RDMA, idle GPUs, cost) still apply to it."""
+    the checks that need only its launcher, compute and environment (RDMA, idle GPUs, cost) still apply to it.
+    A packaged trainer's launch (gpulint.read.packaged) is one wherever it runs, on compute the repository defines or
+    not (``CUDA_VISIBLE_DEVICES=0 fairseq-train ...`` in a script run by hand), once its config or flags are read:
+    its code is then known, and the trainer takes the GPU there is."""
     claimed = {c.id for wl in workloads.values() for c in [wl.compute, *wl.job_computes] if c is not None}
     code_paths = frozenset(repo.files_of_kind(*CODE_KINDS))
     code_names = {posixpath.basename(p) for p in code_paths}
+    consoles = _console_scripts(repo)
+    held = {u.fact.loc for u in uses if u.holder}  # launches some use runs on a compute target: judged there
+    loose_done: set = set()
     for u in uses:
-        if not u.holder or u.holder in claimed or scope.outside(u.path):
+        if scope.outside(u.path) or (u.holder and u.holder in claimed):
             continue
-        c = computes[u.holder]
-        if not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)
-                or (c.placed_on is not None and c.placed_on.has_gpu_hint())):
+        c = computes[u.holder] if u.holder else None
+        trainer = packaged.trainer_of_launch(u.fact.value)
+        if c is None:
+            if trainer is None or u.fact.loc in held or u.fact.loc in loose_done:
+                continue
+        elif not (c.has_gpu_hint() or any(j.has_gpu_hint() for j in c.joined)
+                  or (c.placed_on is not None and c.placed_on.has_gpu_hint())):
             continue
-        where = _not_in_repository(u.fact, code_names, code_paths)
+        where = _not_in_repository(u.fact, code_names, code_paths, consoles)
         trains = _launch_training(u.fact) if where else None
         if not trains:
             continue
-        shown = u.fact.value.get("script") or u.fact.value.get("module")
-        wl = Workload(name=f"{c.id} ({shown})", entrypoint=u.path, code_known=False, launch_training=trains)
-        wl.reasons.append(f"infrastructure: {u.fact.loc.short()} runs {shown} on {c.id}: {where}")
+        shown = u.fact.value.get("script") or u.fact.value.get("module") or u.fact.value.get("program")
+        name = f"{c.id} ({shown})" if c is not None else f"{u.fact.loc.short()} ({shown})"
+        wl = Workload(name=name, entrypoint=u.path, code_known=False, launch_training=trains)
+        wl.reasons.append(f"infrastructure: {u.fact.loc.short()} runs {shown}"
+                          f"{' on ' + c.id if c is not None else ''}: {where}")
         _attach_launcher(wl, u, repo, computes)
-        trainer = packaged.trainer_of_launch(u.fact.value)
         if trainer is None or not _attach_packaged(wl, trainer, u, repo):
+            if c is None:
+                continue  # neither compute nor code: nothing a check could read
             wl.unknown.append(f"code: {where}: checks that read the training code (precision, data loading, checkpoints, "
                               "model size) do not apply; those of its launcher, compute and environment do")
-        stated = _launch_checkpoints(u.fact)
+        if c is None:
+            # the trainer runs on the GPU the machine has (fairseq, LLaMA-Factory, axolotl and torchtune train on CUDA
+            # when it is there): a framework's word, as an HF Trainer's is, not a GPU the repository names
+            wl.facts.append(Fact("uses_gpu", {"via": f"{trainer.label}'s trainer", "auto": True}, u.fact.loc, trainer.name))
+            loose_done.add(u.fact.loc)
+        stated = [] if any(f.kind == "checkpoint.save" and f.value.get("via") == "packaged_config" for f in wl.facts) \
+            else _launch_checkpoints(u.fact)  # what the trainer's own reading of the line says already
         if stated:
             wl.facts += stated
             wl.reasons.append(f"checkpoint: {u.fact.loc.short()} passes {', '.join(sorted({f.key for f in stated}))}")
         workloads[wl.name] = wl
-        claimed.add(c.id)
+        if c is not None:
+            claimed.add(c.id)
 
 
 #: launch-line overrides of a packaged trainer's config that decide its precision (axolotl ``--bf16``, torchtune and
@@ -989,6 +1016,8 @@ def _packaged_config_arg(trainer: "packaged.PackagedTrainer", args: list[str]) -
                 return args[i + 1], i + 2
         elif not a.startswith("-") and a.endswith((".yml", ".yaml")):
             return a, i + 1
+        elif trainer is packaged.LLAMA_FACTORY:
+            break  # LLaMA-Factory reads a config only as its first argument (else the arguments are flags)
     return None, 0
 
 
@@ -1008,7 +1037,9 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
     (the trainer's documented behaviour under these keys), so the checks that read training code read it. False
     when the config is not a file of the repository or not one of this trainer."""
     args = [a for a in use.fact.value.get("args") or [] if isinstance(a, str)]
-    cfg, after = _packaged_config_arg(trainer, args)
+    cfg, after = _packaged_config_arg(trainer, args) if trainer is not packaged.FAIRSEQ else (None, 0)
+    if cfg is None and trainer.reads_flags and any(a.startswith("--") for a in args):
+        return _attach_flags(wl, trainer, use, args, repo)
     path = _resolve_config(cfg, use.path, repo, None) or _builtin_config(trainer, cfg, repo)
     own = next((f for f in repo.facts.get(path, []) if f.kind == "config.packaged_trainer"
                 and f.value.get("trainer") == trainer.name), None) if path else None
@@ -1041,6 +1072,27 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
                              recipe.rsplit(".", 1)[-1]))
     wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
                       f"configures it ({trainer.docs})")
+    return True
+
+
+def _attach_flags(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_Use", args: list[str], repo: Repo) -> bool:
+    """A packaged trainer configured by its launch line's flags (fairseq-train, LLaMA-Factory without a config file):
+    its code is that line, read by the trainer's documented defaults (gpulint.read.packaged.flag_facts)."""
+    launch = use.fact
+    complete = not launch.value.get("args_open")
+    facts = packaged.flag_facts(args, trainer, launch.loc, complete)
+    wl.facts += [f for f in facts if f.kind != "config_ref"]
+    for ref in (f for f in facts if f.kind == "config_ref"):  # --deepspeed ds_z3.json
+        _attach_config(wl, _resolve_config(ref.value.get("path"), use.path, repo, None), repo,
+                       f"launcher: {launch.loc.short()} passes it to {trainer.label}")
+    if not complete:
+        wl.unknown.append(f"flags: {launch.loc.short()} passes words that may expand to more flags of {trainer.label} "
+                          "(its precision is not read from the line)")
+    wl.code_known, wl.launch_training = True, None
+    wl.code_files = [launch.loc.path]
+    wl.facts.append(Fact("trains", {"via": trainer.name}, launch.loc, trainer.name))
+    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as the flags of "
+                      f"{launch.loc.short()} configure it ({trainer.docs})")
     return True
 
 

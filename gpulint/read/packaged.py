@@ -4,7 +4,11 @@ axolotl (``axolotl train cfg.yml``, ``accelerate launch -m axolotl.cli.train cfg
 (``llamafactory-cli train cfg.yaml``) and torchtune (``tune run [--nproc_per_node 8] RECIPE --config cfg.yaml``)
 run code that is not in the repository, but their behaviour is documented and their config decides it: precision,
 checkpoints, the base model. So a job that launches one with a config of the repository is a workload whose code is
-the config (gpulint.link.workloads attaches it), not an unknown image script.
+the config (gpulint.link.workloads attaches it), not an unknown image script. Two are configured by their launch
+line's flags instead: fairseq (``fairseq-train data-bin/wmt --arch transformer --fp16 --save-dir ckpt``), always,
+and LLaMA-Factory when no config file is named (``llamafactory-cli train --stage sft --model_name_or_path M
+--bf16 True``, its HfArgumentParser reading the command line); ``flag_config`` turns those flags into the same keys
+a config file has, so one reading serves both.
 
 This module holds what gpulint knows of each trainer (``TRAINERS``): how its CLI is written (read by
 gpulint.read.shell.commands), the module the CLI runs, how its config is recognised (by its keys, never its name)
@@ -16,11 +20,11 @@ checkpoint (``infer_optim_dtype``: bf16 > fp16 > fp32), so only ``true`` is read
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import re
 from typing import Any
 
-from gpulint.core.model import Fact
+from gpulint.core.model import Fact, Location
 from gpulint.core.sources import Source
 from gpulint.read.yamlnodes import Doc
 
@@ -34,20 +38,29 @@ class PackagedTrainer:
     docs: str
     #: for a trainer whose command runs one of several programs (torchtune's recipes), the names of those that train
     trains: "re.Pattern[str] | None" = None
+    #: the launch line's flags configure it when no config file is named (fairseq never takes one)
+    reads_flags: bool = False
 
 
 AXOLOTL = PackagedTrainer("axolotl", "axolotl", "axolotl.cli.train", (("axolotl", "train"),),
                           "https://docs.axolotl.ai/docs/config-reference.html")
 LLAMA_FACTORY = PackagedTrainer("llama_factory", "LLaMA-Factory", "llamafactory.train.tuner",
                                 (("llamafactory-cli", "train"), ("lmf", "train")),
-                                "https://llamafactory.readthedocs.io/en/latest/advanced/arguments.html")
+                                "https://llamafactory.readthedocs.io/en/latest/advanced/arguments.html", reads_flags=True)
 # torchtune's recipes (`tune ls`): full/lora fine-tunes, DPO, PPO, GRPO, QAT and distillation train; eleuther_eval,
 # generate and quantize do not (https://pytorch.org/torchtune/stable/recipes/recipes_overview.html)
 TORCHTUNE = PackagedTrainer("torchtune", "torchtune", "torchtune.recipes", (("tune", "run"),),
                             "https://pytorch.org/torchtune/stable/deep_dives/configs.html",
                             re.compile(r"finetune|dpo|ppo|grpo|qat|distillation|train", re.I))
-TRAINERS = (AXOLOTL, LLAMA_FACTORY, TORCHTUNE)
+# fairseq's console script (no subcommand): every option is a flag of the command line
+# (https://fairseq.readthedocs.io/en/latest/command_line_tools.html)
+FAIRSEQ = PackagedTrainer("fairseq", "fairseq", "fairseq_cli.train", (("fairseq-train", ""),),
+                          "https://fairseq.readthedocs.io/en/latest/command_line_tools.html", reads_flags=True)
+TRAINERS = (AXOLOTL, LLAMA_FACTORY, TORCHTUNE, FAIRSEQ)
 BY_NAME = {t.name: t for t in TRAINERS}
+#: trainers whose command is a program alone (``fairseq-train``), read as a console-script launch (tool "program")
+#: so that a copy of the trainer in the repository resolves the name through its own packaging
+PROGRAMS = {p: t for t in TRAINERS for p, sub in t.cli if not sub}
 
 
 def trainer_of_module(module: str | None) -> PackagedTrainer | None:
@@ -64,11 +77,38 @@ def trainer_of_module(module: str | None) -> PackagedTrainer | None:
 def trainer_of_launch(value: dict) -> PackagedTrainer | None:
     """The packaged trainer a launch fact's value runs: by the module it names, or the CLI's own mark (a recipe file
     of the repository run by ``tune run``)."""
+    if value.get("tool") == "program":
+        return PROGRAMS.get(value.get("program"))
     return trainer_of_module(value.get("module")) or BY_NAME.get(value.get("trainer"))
 
 
 def trainer_of_cli(program: str, subcommand: str) -> PackagedTrainer | None:
     return next((t for t in TRAINERS if (program, subcommand) in t.cli), None)
+
+
+_INT = re.compile(r"^-?\d+$")
+
+
+def flag_config(args: list[str]) -> dict:
+    """The keys a launch line's flags set, as a config file would hold them: ``--save-dir ckpt`` -> save_dir: ckpt,
+    ``--bf16 True`` / ``--bf16=true`` -> bf16: "True" / "true", a bare ``--fp16`` -> fp16: True, ``--quantization_bit 4``
+    -> 4 (argparse and HfArgumentParser spell dashes and underscores alike). Positional words (fairseq's data folder)
+    are no keys."""
+    out: dict = {}
+    for i, a in enumerate(args):
+        if not a.startswith("--") or len(a) < 3:
+            continue
+        name, eq, val = a[2:].partition("=")
+        key = name.replace("-", "_")
+        if not eq:
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if nxt is not None and not nxt.startswith("--"):
+                val = nxt
+            else:
+                out[key] = True
+                continue
+        out[key] = int(val) if _INT.match(val) else val
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- recognition
@@ -108,12 +148,39 @@ def _bool(v: Any) -> Any:
 
 
 def facts(source: Source, doc: Doc, trainer: PackagedTrainer) -> list[Fact]:
-    d = doc.data
+    """The facts of a packaged trainer's config file."""
 
     def loc(*path):
         line, col = doc.at(path)
         return source.loc(line, col)
 
+    return facts_of(doc.data, trainer, loc)
+
+
+def flag_facts(args: list[str], trainer: PackagedTrainer, at: Location, complete: bool) -> list[Fact]:
+    """The facts of a launch line whose flags configure the trainer, each at the launch. ``complete``: the line holds
+    every flag the trainer gets (no ``$EXTRA_ARGS`` word that may expand to more), so an absent flag means the
+    trainer's default."""
+    d = flag_config(args)
+    out = facts_of(d, trainer, lambda *path: at)
+    if not complete:
+        for i, f in enumerate(out):
+            if f.kind == "precision" and f.value.get("dtype") in ("fp32", None) and not f.value.get("undecided"):
+                # an fp32 default from flags the line may not show: unknown, not fp32
+                out[i] = replace(f, value={**f.value, "dtype": None, "enabled": None, "default": False,
+                                           "undecided": "the launch line passes words that may expand to more flags"})
+    return out
+
+
+def facts_of(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
+    """The facts of a trainer's settings ``d`` (a config file's mapping, or ``flag_config`` of a launch line's
+    flags); ``loc(*path)`` places each."""
+    if trainer is FAIRSEQ:
+        return _fairseq(d, loc)
+    return _settings(d, trainer, loc)
+
+
+def _settings(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
     model = d.get("base_model") if trainer is AXOLOTL else d.get("model_name_or_path") if trainer is LLAMA_FACTORY \
         else (d.get("model") or {}).get("_component_")
     adapter = _adapter(d, trainer)
@@ -284,6 +351,30 @@ def _checkpoints(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
         if v not in (None, False, "") and str(v).lower() not in ("none", "null"):
             out.append(Fact("checkpoint.resume", {"via": "packaged_config", "value": v if isinstance(v, (bool, str)) else True},
                             loc(key), key))
+    return out
+
+
+def _fairseq(d: dict, loc) -> list[Fact]:
+    """fairseq-train's flags (fairseq/dataclass/configs.py, CommonConfig and CheckpointConfig): it trains in fp32
+    unless --fp16, --bf16, --memory-efficient-fp16/-bf16 or --amp is passed (store_true switches: present is on);
+    it saves checkpoint_last.pt and checkpoint_best.pt to --save-dir (default checkpoints) every epoch unless
+    --no-save, and resumes from <save-dir>/checkpoint_last.pt when it exists (--restore-file's default)."""
+    mech = {"mechanism": "packaged_config", "trainer": FAIRSEQ.name}
+    out = [Fact("config.packaged_trainer", {"trainer": FAIRSEQ.name, "model": None, "adapter": "full"}, loc(), FAIRSEQ.name)]
+    switch = next((k for k in ("bf16", "memory_efficient_bf16", "fp16", "memory_efficient_fp16", "amp") if k in d), None)
+    if switch is not None:
+        dtype = "bf16" if "bf16" in switch else "fp16"  # --amp is torch.cuda.amp's fp16 autocast with a scaler
+        out.append(Fact("precision", {**mech, "dtype": dtype, "enabled": True}, loc(switch), switch))
+    else:
+        out.append(Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": True}, loc(), "fp16"))
+    if "no_save" not in d:
+        save_dir = d.get("save_dir")
+        out.append(Fact("checkpoint.save", {"via": "packaged_config", "dir": _str(save_dir) if "save_dir" in d else "checkpoints",
+                                            "default": "save_dir" not in d}, loc("save_dir"), "save_dir"))
+        # --restore-file defaults to checkpoint_last.pt in the save dir: a restarted job resumes from it
+        restore = d.get("restore_file", "checkpoint_last.pt")
+        out.append(Fact("checkpoint.resume", {"via": "packaged_config", "value": restore if isinstance(restore, str) else True,
+                                              "default": "restore_file" not in d}, loc("restore_file"), "restore_file"))
     return out
 
 

@@ -160,6 +160,14 @@ class ResolvedCompute:
         return self.instance.bf16_supported if self.instance is not None else None
 
     @property
+    def gpu_bf16(self) -> bool | None:
+        """Whether the GPU has bf16: the instance's, or, for a job that names only its GPU model (priced per
+        GPU-hour), that model's (an architecture's property, the same on every instance that has it)."""
+        if self.instance is not None:
+            return self.instance.bf16_supported
+        return self.gpu_hour.source.bf16_supported if self.gpu_hour is not None else None
+
+    @property
     def interconnect(self) -> str | None:
         return self.instance.gpu_interconnect if self.instance is not None else None
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gpulint.read.packaged import TORCHTUNE, TRAINERS, trainer_of_cli, trainer_of_module
+from gpulint.read.packaged import PROGRAMS as PACKAGED_PROGRAMS, TORCHTUNE, TRAINERS, trainer_of_cli, trainer_of_module
 from gpulint.read.shell.lexer import split_words
 from gpulint.read.shell.slurm import job_gpus
 
@@ -451,7 +451,7 @@ def _parse_torchx(words: list[Word]) -> Launch | None:
 
 # ---------------------------------------------------------------- packaged trainers (gpulint.read.packaged)
 
-_TRAINER_PROGRAMS = {p for t in TRAINERS for p, _ in t.cli}
+_TRAINER_PROGRAMS = {p for t in TRAINERS for p, sub in t.cli if sub}
 
 
 def _parse_packaged(words: list[Word]) -> Launch | None:
@@ -1021,6 +1021,10 @@ def parse_words(words: list[Word], variables: dict | None = None, inline: "Inlin
         launch = _parse_app_server(words)
     elif b in _TRAINER_PROGRAMS:
         launch = _parse_packaged(words)
+    elif b in PACKAGED_PROGRAMS:
+        # `fairseq-train data --fp16`: a packaged trainer's own command, wherever it is written (a container's
+        # command too); read as a console script so a copy of the trainer resolves it through its packaging
+        launch = _parse_program(words)
     elif _SHELL_FILE.search(b) and "=" not in words[0].text:
         launch = _shell_file(words, 0)  # `./train.sh --nodes 2`: the file runs itself
         if launch is not None:
