@@ -190,6 +190,13 @@ def test_a_local_script_is_a_workload_without_compute_and_amp001_is_advice():
     assert [(f.code, f.severity.value) for f in result.findings] == [("AMP001", "info")]
 
 
+def test_usage_text_is_no_training_and_an_image_command_is():
+    files = {"scripts/check.sh": "fairseq-train --help\nllamafactory-cli train -h\n",
+             "Dockerfile": 'FROM pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\nRUN pip install fairseq && fairseq-train --help\n'
+                           'CMD ["fairseq-train", "/data", "--arch", "lstm", "--fp16"]\n'}
+    assert [w["name"] for w in scan_files(files).workloads] == ["Dockerfile:3 (fairseq-train)"]
+
+
 def test_a_script_run_by_a_batch_job_is_one_workload_on_that_job():
     files = {"scripts/train.sh": "fairseq-train data-bin/iwslt --arch lstm --save-dir ck\n",
              "slurm/job.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:a100:4\nsrun bash scripts/train.sh\n"}

@@ -460,8 +460,8 @@ def _parse_packaged(words: list[Word]) -> Launch | None:
     if len(words) < 2 or not words[1].known:
         return None
     trainer = trainer_of_cli(_base(words[0]), words[1].text)
-    if trainer is None:
-        return None  # another subcommand (preprocess, inference, export, download ...)
+    if trainer is None or _asks_for_help(words):
+        return None  # another subcommand (preprocess, inference, export, download ...), or its usage text
     value = empty_launch(_base(words[0]))
     value["trainer"] = trainer.name
     launch = Launch(value, words[0])
@@ -951,6 +951,11 @@ _NOT_PROGRAMS = frozenset({
 })
 
 
+def _asks_for_help(words: list[Word]) -> bool:
+    """``fairseq-train --help``, ``llamafactory-cli train -h``: the program prints its usage and runs nothing."""
+    return any(w.known and w.text in ("--help", "-h", "--version") for w in words[1:])
+
+
 def _parse_program(words: list[Word]) -> Launch | None:
     """``fairseq-train data-bin/wmt --arch transformer``: a named program with flags among its arguments, which
     may be a console script of the repository (a package's entry point). A path (``./bin/x``), a name without
@@ -958,7 +963,7 @@ def _parse_program(words: list[Word]) -> Launch | None:
     head = words[0]
     if not head.known or not _PROGRAM.match(head.text) or head.text in _NOT_PROGRAMS:
         return None
-    if not any(w.known and w.text.startswith("-") and w.text != "-" for w in words[1:]):
+    if not any(w.known and w.text.startswith("-") and w.text != "-" for w in words[1:]) or _asks_for_help(words):
         return None
     value = empty_launch("program")
     value["program"] = head.text
