@@ -366,7 +366,8 @@ def _fairseq(d: dict, loc) -> list[Fact]:
         dtype = "bf16" if "bf16" in switch else "fp16"  # --amp is torch.cuda.amp's fp16 autocast with a scaler
         out.append(Fact("precision", {**mech, "dtype": dtype, "enabled": True}, loc(switch), switch))
     else:
-        out.append(Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": True}, loc(), "fp16"))
+        out.append(Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": True}, loc(),
+                        "none of --fp16/--bf16/--amp"))
     if "no_save" not in d:
         save_dir = d.get("save_dir")
         out.append(Fact("checkpoint.save", {"via": "packaged_config", "dir": _str(save_dir) if "save_dir" in d else "checkpoints",
