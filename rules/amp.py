@@ -738,9 +738,11 @@ class Tf32NotEnabled(Rule):
         tf32 = _matmul_tf32(wl)
         if any(f.value.get("enabled") is not False for f in tf32):
             return  # enabled, or set to a value gpulint cannot decide
-        if not tf32 and any(not f.loc.path.endswith((".yml", ".yaml")) for f in wl.code_facts("config.packaged_trainer")):
-            # a packaged trainer configured by its launch line's flags (fairseq-train) runs code that is not the
-            # repository's to edit, and has no TF32 flag: AMP001's --bf16/--fp16 is the change to make
+        at_launch = {l.loc for l in wl.launchers}
+        if not tf32 and any(f.loc in at_launch for f in wl.code_facts("config.packaged_trainer")):
+            # a packaged trainer configured by its launch line's flags (fairseq-train, its facts placed at the launch,
+            # whether a script's line or a container's command) runs code that is not the repository's to edit, and
+            # has no TF32 flag: AMP001's --bf16/--fp16 is the change to make
             return
         # a config key that turns it off (a packaged trainer's tf32: false) is where to look and what to change
         off = sorted((f for f in tf32 if f.value.get("enabled") is False and f.loc.path.endswith((".yml", ".yaml"))),

@@ -175,8 +175,9 @@ spec:
 
 
 def test_fairseq_in_a_container_command_is_read_too():
-    found = [f for f in scan_files({"k8s/job.yaml": KUBE}).findings if f.code == "AMP001"]
-    assert [(f.loc.path, f.loc.line) for f in found] == [("k8s/job.yaml", 14)]
+    found = [f for f in scan_files({"k8s/job.yaml": KUBE}).findings if f.code.startswith("AMP")]
+    # AMP001 alone: AMP005's fix (torch.backends in the code) is not the repository's to make, whatever file the line is in
+    assert [(f.code, f.loc.path, f.loc.line) for f in found] == [("AMP001", "k8s/job.yaml", 14)]
     assert found[0].message.startswith("fairseq training runs in fp32 on p4d.24xlarge")
 
 
