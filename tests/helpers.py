@@ -104,6 +104,12 @@ def cli_scan(path, *args, cwd=None) -> tuple[int, list[tuple[str, str, int]], di
     return proc.returncode, rows(found, AT, sort=True), json.loads(proc.stdout)
 
 
+def only_workload(result) -> dict:
+    """The one workload of a scan result (``scan_files``), failing with the names of all when there are more or none."""
+    assert len(result.workloads) == 1, [w["name"] for w in result.workloads]
+    return result.workloads[0]
+
+
 # -- one reader's facts (the reader tests: a fact of a kind and target, the line a needle is on) ------------------------
 
 def facts_of_kind(facts: list, kind: str, target: str | None = None) -> list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from helpers import AT, cli_scan, codes
+from helpers import AT, cli_scan, codes, only_workload
 from gpulint.read.packaged import FAIRSEQ, LLAMA_FACTORY, flag_config, flag_facts, trainer_of_launch
 from gpulint.core.model import Location
 from gpulint.testing import scan_files
@@ -29,11 +29,6 @@ fairseq-train data-bin/wmt16_en_de \\
 
 def _sbatch(extra: str = "", gpu: str = "a100") -> dict[str, str]:
     return {"slurm/train_wmt.sbatch": SBATCH.format(extra=extra, gpu=gpu)}
-
-
-def _workload(result):
-    assert len(result.workloads) == 1, [w["name"] for w in result.workloads]
-    return result.workloads[0]
 
 
 # ---------------------------------------------------------------- reading the flags
@@ -96,14 +91,14 @@ def test_fairseq_on_v100_is_told_fp16():
 def test_fairseq_with_a_precision_switch_is_no_amp001(extra):
     files = _sbatch(extra)
     assert not codes(files, "AMP001")
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert wl["resolved"]["precision"]["mixed"] is True
 
 
 def test_fairseq_with_words_that_may_expand_to_flags_is_undecided():
     files = _sbatch("$EXTRA_ARGS ")
     assert not codes(files, "AMP")
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert wl["resolved"]["precision"]["mixed"] is None
     assert any(u.startswith("flags: slurm/train_wmt.sbatch:7 passes words that may expand") for u in wl["unknown"])
 
@@ -115,7 +110,7 @@ def test_a_value_with_an_expansion_in_it_is_a_path_not_more_flags():
 
 
 def test_fairseq_workload_names_its_trainer_and_its_checkpoints():
-    wl = _workload(scan_files(_sbatch("--fp16 ")))
+    wl = only_workload(scan_files(_sbatch("--fp16 ")))
     assert wl["name"] == "slurm/train_wmt.sbatch#slurm (fairseq-train)" and wl["role"] == "training"
     assert wl["code_files"] == ["slurm/train_wmt.sbatch"]
     assert any(r.startswith("code: fairseq's trainer (a package, not a file of the repository) runs as the flags of "
@@ -186,7 +181,7 @@ def test_a_local_script_is_a_workload_without_compute_and_amp001_is_advice():
     (it takes the GPU there is) and nothing sizes the spend: info, never a warning."""
     files = {"scripts/train.sh": "CUDA_VISIBLE_DEVICES=0 fairseq-train data-bin/iwslt --arch lstm --save-dir ck\n"}
     result = scan_files(files)
-    wl = _workload(result)
+    wl = only_workload(result)
     assert wl["name"] == "scripts/train.sh:1 (fairseq-train)" and wl["compute"] is None
     assert [(f.code, f.severity.value) for f in result.findings] == [("AMP001", "info")]
 
@@ -201,7 +196,7 @@ def test_usage_text_is_no_training_and_an_image_command_is():
 def test_a_script_run_by_a_batch_job_is_one_workload_on_that_job():
     files = {"scripts/train.sh": "fairseq-train data-bin/iwslt --arch lstm --save-dir ck\n",
              "slurm/job.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:a100:4\nsrun bash scripts/train.sh\n"}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert wl["name"] == "slurm/job.sbatch#slurm (fairseq-train)"
 
 
@@ -217,7 +212,7 @@ def test_a_copy_of_fairseq_runs_its_own_train_module_not_the_flags():
     files = {"setup.py": SETUP, "fairseq_cli/__init__.py": "",
              "fairseq_cli/train.py": "import torch\n\ndef cli_main():\n    model = torch.nn.Linear(8, 8).cuda()\n",
              **_sbatch()}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert wl["entrypoint"] == "fairseq_cli/train.py"
     assert not any(f["kind"] == "config.packaged_trainer" for f in wl["facts"])
 
@@ -243,7 +238,7 @@ def _lmf(precision: str = "", ft: str = "lora") -> dict[str, str]:
 
 
 def test_llama_factory_flags_are_its_config():
-    wl = _workload(scan_files(_lmf("--bf16 True ")))
+    wl = only_workload(scan_files(_lmf("--bf16 True ")))
     assert wl["resolved"]["precision"]["mixed"] is True and wl["resolved"]["precision"]["dtypes"] == ["bf16"]
     assert wl["resolved"]["model"]["name"] == "meta-llama/Meta-Llama-3-8B"
     assert any(f["kind"] == "peft" for f in wl["facts"])
@@ -254,7 +249,7 @@ def test_llama_factory_flags_are_its_config():
 
 def test_llama_factory_flags_without_bf16_or_fp16_infer_the_dtype_so_no_amp001():
     assert not codes(_lmf(), "AMP")
-    assert _workload(scan_files(_lmf()))["resolved"]["precision"]["mixed"] is None
+    assert only_workload(scan_files(_lmf()))["resolved"]["precision"]["mixed"] is None
 
 
 def test_llama_factory_fp16_flag_on_an_a100_instance_is_amp003_at_the_launch_line():
@@ -268,13 +263,13 @@ def test_llama_factory_fp16_flag_on_an_a100_instance_is_amp003_at_the_launch_lin
 def test_llama_factory_config_is_only_its_first_argument():
     """`llamafactory-cli train --deepspeed ds.yaml ...`: a flag's value is no config file; the flags configure it."""
     files = {"slurm/sft.sbatch": LMF_JOB.format(precision="--deepspeed configs/ds.yaml ", ft="lora")}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert any(r.startswith("code: LLaMA-Factory's trainer") and "the flags of" in r for r in wl["links"])
 
 
 def test_llama_factory_with_no_arguments_says_its_config_is_unknown():
     files = {"slurm/sft.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:a100:8\nllamafactory-cli train\n"}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert "config: LLaMA-Factory runs with no config file named on its launch line: what it sets (precision, " \
         "checkpoints) is unknown" in wl["unknown"]
 

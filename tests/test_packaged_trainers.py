@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from helpers import AT, cli_scan, codes
+from helpers import AT, cli_scan, codes, only_workload
 from gpulint.read.packaged import AXOLOTL, LLAMA_FACTORY, TORCHTUNE, which
 from gpulint.read.yamlnodes import load_documents
 from gpulint.testing import scan_files
@@ -51,11 +51,6 @@ def _job(command: str) -> str:
     return JOB.format(command=command)
 
 
-def _workload(result):
-    assert len(result.workloads) == 1, [w["name"] for w in result.workloads]
-    return result.workloads[0]
-
-
 @pytest.mark.parametrize("command", [
     '["axolotl", "train", "configs/ft.yml"]',
     '["accelerate", "launch", "-m", "axolotl.cli.train", "configs/ft.yml"]',
@@ -65,7 +60,7 @@ def _workload(result):
 def test_an_axolotl_job_reads_its_config_as_its_code(command):
     files = {"configs/ft.yml": AXOLOTL_CFG.format(precision="bf16: false\nfp16: false\n"), "k8s/job.yaml": _job(command)}
     result = scan_files(files)
-    wl = _workload(result)
+    wl = only_workload(result)
     assert wl["configs"] == ["configs/ft.yml"] and wl.get("code_known", True)
     assert any(r.startswith("code: axolotl's trainer") for r in wl["links"])
     assert not any(u.startswith("code:") for u in wl["unknown"])
@@ -78,7 +73,7 @@ def test_axolotl_bf16_auto_is_decided_at_run_time_not_fp32():
         files = {"configs/ft.yml": AXOLOTL_CFG.format(precision=precision),
                  "k8s/job.yaml": _job('["axolotl", "train", "configs/ft.yml"]')}
         assert not codes(files, "AMP"), precision
-        wl = _workload(scan_files(files))
+        wl = only_workload(scan_files(files))
         assert wl["resolved"]["precision"]["mixed"] is None
 
 
@@ -93,13 +88,13 @@ def test_a_launch_line_that_overrides_precision_leaves_it_unknown():
     files = {"configs/ft.yml": AXOLOTL_CFG.format(precision="bf16: false\n"),
              "k8s/job.yaml": _job('["axolotl", "train", "configs/ft.yml", "--bf16=True"]')}
     assert not codes(files, "AMP001")
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert any(u.startswith("precision: ") and "--bf16=True" in u for u in wl["unknown"])
 
 
 def test_a_config_outside_the_repository_leaves_the_code_unknown():
     files = {"k8s/job.yaml": _job('["axolotl", "train", "/workspace/configs/ft.yml"]')}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert "config: axolotl runs with its config /workspace/configs/ft.yml, which is not an axolotl config of the " \
         "repository: what it sets (precision, checkpoints) is unknown" in wl["unknown"]
     assert any(u.startswith("code: module axolotl.cli.train is not a file of the repository") for u in wl["unknown"])
@@ -108,7 +103,7 @@ def test_a_config_outside_the_repository_leaves_the_code_unknown():
 
 def test_a_config_named_at_run_time_says_so():
     files = {"k8s/job.yaml": _job('["axolotl", "train", "$(CONFIG).yaml"]')}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert any(u.startswith("config: axolotl runs with its config $(CONFIG).yaml, a name decided at run time")
                for u in wl["unknown"]), wl["unknown"]
 
@@ -146,14 +141,14 @@ def test_llama_factory_without_bf16_or_fp16_infers_its_dtype_so_no_fp32_finding(
     file, although its arguments are HF TrainingArguments (whose reader would have said fp32)."""
     files = {"examples/sft.yaml": LMF_CFG.format(precision=precision), "slurm/sft.sbatch": SBATCH}
     assert not codes(files, "AMP001")
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert wl["resolved"]["precision"]["mixed"] is None and wl["configs"] == ["examples/sft.yaml"]
 
 
 def test_llama_factory_fp16_is_mixed_fp16_and_names_the_model():
     """(AMP003 on it, once the machine is known, is the pk-llamafactory-slurm fixture's.)"""
     files = {"examples/sft.yaml": LMF_CFG.format(precision="fp16: true\n"), "slurm/sft.sbatch": SBATCH}
-    wl = _workload(scan_files(files))
+    wl = only_workload(scan_files(files))
     assert wl["resolved"]["precision"]["mixed"] is True and wl["resolved"]["precision"]["dtypes"] == ["fp16"]
     assert wl["resolved"]["model"]["name"] == "Qwen/Qwen2.5-7B"
     assert any(f["kind"] == "peft" for f in wl["facts"])  # finetuning_type: lora
@@ -204,7 +199,7 @@ def test_a_torchtune_distributed_recipe_shards_its_state_so_an_8b_full_fine_tune
     assert not codes(_tune(), "MEM001")
     # the single-device recipe does not shard: fp32 Adam states of 8B do not fit one 40 GB A100
     single = _tune(recipe="full_finetune_single_device")
-    wl = _workload(scan_files(single))
+    wl = only_workload(scan_files(single))
     assert not any(f["kind"] == "sharding" for f in wl["facts"])
 
 
