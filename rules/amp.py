@@ -352,6 +352,9 @@ def _left_at_default(defaults, wl: Workload) -> str:
                     f"at {f.loc.short()}")
         if mech == "packaged_config" and f.value.get("trainer") == "fairseq":
             return f"fairseq-train is passed none of --fp16, --bf16, --amp (default fp32) at {f.loc.short()}"
+        if mech == "packaged_config" and f.value.get("trainer") == "fairseq_hydra":
+            return (f"neither the config nor the launch line sets common.fp16, common.bf16 or common.amp (default fp32) "
+                    f"at {f.loc.short()}")
     return "no mixed precision found"
 
 
@@ -406,7 +409,7 @@ def _what(trains) -> str:
             "accelerate": "accelerate training",
             "deepspeed": "DeepSpeed training", "megatron": "Megatron training", "keras": "Keras training", "tensorflow": "TensorFlow training loop",
             "jax": "JAX training step", "axolotl": "axolotl training", "llama_factory": "LLaMA-Factory training",
-            "torchtune": "torchtune training", "fairseq": "fairseq training"}.get(trains.value.get("via"), "Training loop")
+            "torchtune": "torchtune training", "fairseq": "fairseq training", "fairseq_hydra": "fairseq training"}.get(trains.value.get("via"), "Training loop")
 
 
 def _guidance(wl: Workload) -> str:
@@ -439,9 +442,16 @@ def _how(wl: Workload, fp16: bool) -> str:
             "; torchtune's recipes do not train in fp16" if fp16 else "")
     if packaged_by:
         set_by = next(f for f in wl.of("precision") if f.value.get("mechanism") == "packaged_config")
+        scales = " (fairseq scales the loss itself; {} does the same through torch.autocast)"
         if "fairseq" in packaged_by:
             return (f"pass `--{'fp16' if fp16 else 'bf16'}` to fairseq-train ({set_by.loc.short()})" +
-                    (" (fairseq scales the loss itself; --amp does the same through torch.autocast)" if fp16 else ""))
+                    (scales.format("--amp") if fp16 else ""))
+        if "fairseq_hydra" in packaged_by:
+            key = "fp16" if fp16 else "bf16"
+            how = (f"set `common.{key}: true` in the common: section of {set_by.loc.path} (or pass common.{key}=true "
+                   "to fairseq-hydra-train)") if set_by.loc.path.endswith((".yaml", ".yml")) else \
+                f"pass `common.{key}=true` to fairseq-hydra-train ({set_by.loc.short()})"
+            return how + (scales.format("common.amp") if fp16 else "")
         cfg = set_by.loc.path
         return (f"set `{'fp16: true' if fp16 else 'bf16: true'}` in {cfg}" +
                 (" (axolotl's own default, `bf16: auto`, picks bf16 wherever the GPU has it)" if "axolotl" in packaged_by
@@ -583,6 +593,8 @@ _TF_V100 = '''resource "aws_instance" "trainer" {
 _AMPERE_PLUS = ("Ampere", "Ada", "Hopper", "Blackwell")
 #: training whose fp32 matmuls run on TF32 on those GPUs without a switch: TensorFlow since 2.4, JAX (XLA's DEFAULT
 #: matmul precision)
+#: packaged trainers (gpulint.read.packaged) whose flags and config have no TF32 switch: fairseq's CommonConfig
+_NO_TF32_SETTING = frozenset({"fairseq", "fairseq_hydra"})
 _TF32_BY_DEFAULT = {"keras": ("TensorFlow", "since 2.4"), "tensorflow": ("TensorFlow", "since 2.4"),
                     "jax": ("JAX", "XLA's DEFAULT matmul precision")}
 
@@ -739,10 +751,11 @@ class Tf32NotEnabled(Rule):
         if any(f.value.get("enabled") is not False for f in tf32):
             return  # enabled, or set to a value gpulint cannot decide
         at_launch = {l.loc for l in wl.launchers}
-        if not tf32 and any(f.loc in at_launch for f in wl.code_facts("config.packaged_trainer")):
+        if not tf32 and any(f.loc in at_launch or f.value.get("trainer") in _NO_TF32_SETTING
+                            for f in wl.code_facts("config.packaged_trainer")):
             # a packaged trainer configured by its launch line's flags (fairseq-train, its facts placed at the launch,
-            # whether a script's line or a container's command) runs code that is not the repository's to edit, and
-            # has no TF32 flag: AMP001's --bf16/--fp16 is the change to make
+            # whether a script's line or a container's command), or one with no TF32 setting (fairseq-hydra-train's
+            # config), runs code that is not the repository's to edit: AMP001's bf16/fp16 is the change to make
             return
         # a config key that turns it off (a packaged trainer's tf32: false) is where to look and what to change
         off = sorted((f for f in tf32 if f.value.get("enabled") is False and f.loc.path.endswith((".yml", ".yaml"))),

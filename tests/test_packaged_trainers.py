@@ -321,3 +321,13 @@ def test_the_axolotl_fixture_fix_turns_bf16_on(tmp_path):
     assert "\nbf16: true\n" in text and "\nfp16: false\n" in text
     assert (repo / "configs" / "llama3-8b-lora.yml").read_text(encoding="utf-8") == \
         (Path(FIXTURES) / "pk-axolotl-k8s" / "configs" / "llama3-8b-lora.yml").read_text(encoding="utf-8")
+
+
+def test_a_packaged_config_run_by_hand_is_a_gpu_workload_and_fp32_is_advice():
+    """`axolotl train cfg.yml` in a script with no compute target: the trainer takes the GPU there is (its word, placed
+    with its config), so fp32 is AMP001 at the config, at info (nothing sizes the spend)."""
+    files = {"cfg/lora.yml": "base_model: NousResearch/Llama-2-7b-hf\nadapter: lora\nlora_r: 16\nmicro_batch_size: 2\n"
+                             "sequence_len: 4096\nbf16: false\nfp16: false\noutput_dir: ./out\n",
+             "run.sh": "axolotl train cfg/lora.yml\n"}
+    found = scan_files(files).findings
+    assert [(f.code, f.severity.value, f.loc.path, f.loc.line) for f in found] == [("AMP001", "info", "cfg/lora.yml", 6)]

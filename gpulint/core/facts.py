@@ -270,9 +270,12 @@ register("config.trainer", "config", _obj(("framework",), framework=STR, precisi
                                            accelerator=ANY, strategy=ANY, gpus=ANY),
          "The trainer arguments of a config-driven trainer's file (a Lightning trainer: section of a Hydra, LightningCLI or NeMo "
          "config, or a Hydra trainer/ group file), as written; an interpolation (${...}) is kept as its text.")
-register("config.packaged_trainer", "config", _obj(("trainer",), trainer=STR, model=OPT_STR, adapter=OPT_STR, cpu_offload=BOOL),
-         "The config of a packaged trainer (gpulint.read.packaged: axolotl, llama_factory, torchtune): the base model it "
-         "names and what it trains (adapter lora|qlora|full|null). Its precision and checkpoint keys are facts of their own.")
+register("config.packaged_trainer", "config", _obj(("trainer",), trainer=STR, model=OPT_STR, adapter=OPT_STR, cpu_offload=BOOL,
+                                                    settings=_t("object")),
+         "The config of a packaged trainer (gpulint.read.packaged: axolotl, llama_factory, torchtune, fairseq): the base "
+         "model it names and what it trains (adapter lora|qlora|full|null). Its precision and checkpoint keys are facts "
+         "of their own; a fairseq-hydra-train config also keeps the settings they were read from (settings), which a "
+         "launch line's key=value overrides are merged over.")
 register("config.hydra", "config", _obj(("defaults",), defaults=_t("array")),
          "A Hydra defaults list: each static entry {group, option, package?} (group \"\" for a config of the same folder); "
          "the linker composes these group files with the config.")

@@ -13,7 +13,8 @@ Pure functions of paths, facts and launcher arguments; the linker (workloads.py)
 from __future__ import annotations
 
 import posixpath
-from typing import Callable
+import re
+from typing import Callable, Iterable
 
 from gpulint.core.model import Fact
 
@@ -118,4 +119,76 @@ def composed(primary: str, facts_of: Callable[[str], list[Fact]], launchers: lis
                     out.append((cand, f"the defaults list of {path} ({f.loc.short()}) composes {group or 'it'}: {option}"))
                     if depth + 1 < _MAX_DEPTH:
                         todo.append((cand, depth + 1))
+    return out
+
+
+#: how a program that is Hydra's own entry point (fairseq-hydra-train) is told its primary config: a folder added to
+#: the search path (--config-dir / -cd, or --config-path / -cp) and a name in it (--config-name / -cn)
+_PROGRAM_CHOOSERS = {"--config-dir": "dir", "-cd": "dir", "--config-path": "dir", "-cp": "dir",
+                     "--config-name": "name", "-cn": "name"}
+#: a leading run-time part of a folder: ``$ROOT/``, ``${HOME}/x/``, ``$(pwd)/``, ```pwd`/``, an absolute path of the
+#: machine it runs on
+_RUN_TIME_PREFIX = re.compile(r"^(?:.*(?:\$\{?\w+\}?|\$\([^()]*\)|`[^`]*`)(?:/|$)|/)")
+
+
+def program_config(args: list, bases: list[str], files: Iterable[str]) -> tuple[str | None, str]:
+    """The primary config a Hydra program launched from the command line composes (not a decorator of the
+    repository: the program's own config folder is not the repository's), and why; (None, why) when the launch
+    names no config of the repository or chooses it at run time. ``bases``: the folders the launch runs in, first
+    the likeliest (where the launcher is, where it cds to, the repository root); ``files`` the repository's YAML
+    files. A folder written with a run-time part (``$ROOT/conf``, ``/workspace/proj/conf``) is the one folder of
+    the repository that ends like its literal rest, if exactly one does."""
+    chosen: dict[str, str | None] = {}
+    for i, a in enumerate(args):
+        if not isinstance(a, str):
+            continue
+        flag, eq, value = a.partition("=")
+        if flag in _PROGRAM_CHOOSERS:
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else ""
+            chosen[_PROGRAM_CHOOSERS[flag]] = value
+    name, folder = chosen.get("name"), chosen.get("dir")
+    if not name:
+        return None, "no --config-name: it composes the program's own config"
+    if "$" in name or "{" in name:
+        return None, f"--config-name {name} is decided at run time"
+    name = _yaml(name)
+    if folder is None:
+        return None, f"no --config-dir: {name} is one of the program's own configs"
+    files = set(files)
+    rest = _RUN_TIME_PREFIX.sub("", folder)
+    if rest == folder:  # a literal folder, relative to where the launch runs
+        for base in bases:
+            cand = posixpath.normpath(posixpath.join(base, folder, name))
+            if cand in files:
+                return cand, f"--config-dir {folder} --config-name {name}"
+        # run from a folder the repository does not say (a README's "cd multi_target && bash scripts/train.sh"):
+        # the one folder of the repository that ends like it, as for a run-time prefix
+    parts = [p for p in rest.split("/") if p and p != "."]
+    if "$" in rest or "{" in rest or not parts:
+        return None, f"--config-dir {folder} is decided at run time"
+    # the longest literal tail of the folder that a folder of the repository ends in: /fsx/me/proj/conf/ft is the
+    # checkout's conf/ft wherever it was cloned
+    for k in range(len(parts)):
+        tail = posixpath.join(*parts[k:], name)
+        found = sorted(p for p in files if p == tail or p.endswith("/" + tail))
+        if len(found) == 1:
+            return found[0], (f"--config-dir {folder} --config-name {name} (the one folder of the repository "
+                              f"ending in {posixpath.dirname(tail)})")
+        if found:
+            return None, f"--config-dir {folder} may be any of {len(found)} folders ending in {posixpath.dirname(tail)}"
+    return None, f"--config-dir {folder} is not a folder of the repository (decided where it runs)"
+
+
+def overrides(args: list) -> dict[str, dict[str, str]]:
+    """A Hydra launch's key overrides by group: ``common.fp16=true`` and ``+checkpoint.save_dir=x`` ->
+    {"common": {"fp16": "true"}, "checkpoint": {"save_dir": "x"}} (``++`` forces, ``+`` adds; both set the key)."""
+    out: dict[str, dict[str, str]] = {}
+    for a in args:
+        if not isinstance(a, str) or a.startswith(("-", "~")):
+            continue
+        key, eq, value = a.lstrip("+").partition("=")
+        group, dot, name = key.partition(".")
+        if eq and dot and group and name and "." not in name:
+            out.setdefault(group, {})[name] = value
     return out

@@ -988,7 +988,9 @@ def _infrastructure_jobs(workloads: dict[str, Workload], uses: list["_Use"], com
         if c is None:
             # the trainer runs on the GPU the machine has (fairseq, LLaMA-Factory, axolotl and torchtune train on CUDA
             # when it is there): a framework's word, as an HF Trainer's is, not a GPU the repository names
-            wl.facts.append(Fact("uses_gpu", {"via": f"{trainer.label}'s trainer", "auto": True}, u.fact.loc, trainer.name))
+            # placed with the trainer's own fact (its config, or the launch line its flags are on): a fact of the code
+            own = next((f.loc for f in wl.facts if f.kind == "trains"), u.fact.loc)
+            wl.facts.append(Fact("uses_gpu", {"via": f"{trainer.label}'s trainer", "auto": True}, own, trainer.name))
             loose_done.add(u.fact.loc)
         stated = [] if any(f.kind == "checkpoint.save" and f.value.get("via") == "packaged_config" for f in wl.facts) \
             else _launch_checkpoints(u.fact)  # what the trainer's own reading of the line says already
@@ -1008,8 +1010,10 @@ _PRECISION_OVERRIDE = re.compile(r"^-*(?:bf16|fp16|pure_bf16|dtype|mixed_precisi
 def _packaged_config_arg(trainer: "packaged.PackagedTrainer", args: list[str]) -> tuple[str | None, int]:
     """The config a packaged trainer's launch passes and the index of the word after it: torchtune's ``--config``,
     the others' first positional YAML file."""
+    if not trainer.config_arg:
+        return None, 0  # configured by flags alone (fairseq-train)
     for i, a in enumerate(args):
-        if trainer is packaged.TORCHTUNE:
+        if trainer.config_arg == "--config":
             if a.startswith("--config="):
                 return a.split("=", 1)[1], i + 1
             if a == "--config" and i + 1 < len(args):
@@ -1037,7 +1041,9 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
     (the trainer's documented behaviour under these keys), so the checks that read training code read it. False
     when the config is not a file of the repository or not one of this trainer."""
     args = [a for a in use.fact.value.get("args") or [] if isinstance(a, str)]
-    cfg, after = _packaged_config_arg(trainer, args) if trainer is not packaged.FAIRSEQ else (None, 0)
+    if trainer.config_arg == "hydra":
+        return _attach_hydra_program(wl, trainer, use, args, repo)
+    cfg, after = _packaged_config_arg(trainer, args)
     if cfg is None and trainer.reads_flags and any(a.startswith("--") for a in args):
         return _attach_flags(wl, trainer, use, args, repo)
     path = _resolve_config(cfg, use.path, repo, None) or _builtin_config(trainer, cfg, repo)
@@ -1070,6 +1076,48 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
         # torchtune's *_distributed recipes shard parameters, gradients and optimizer state with FSDP (full shard)
         wl.facts.append(Fact("sharding", {"via": "fsdp", "stage": 3, "offload": bool(own.value.get("cpu_offload"))}, own.loc,
                              recipe.rsplit(".", 1)[-1]))
+    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
+                      f"configures it ({trainer.docs})")
+    return True
+
+
+def _attach_hydra_program(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_Use", args: list[str],
+                          repo: Repo) -> bool:
+    """fairseq-hydra-train with a config of the repository (``--config-dir conf --config-name base``): its code is
+    that config with the launch line's key overrides (``common.fp16=true``) merged over it (gpulint.link.hydra)."""
+    launch = use.fact
+    yaml_files = [p for p, k in repo.kinds.items() if k == "yaml"]
+    here = posixpath.dirname(use.path)
+    bases = _cwd_bases(launch.attrs.get("cwd") if launch.attrs else None, use.path) + [here, ""]
+    path, why = hydra.program_config(args, list(dict.fromkeys(bases)), yaml_files)
+    own = next((f for f in repo.of_kind(path, "config.packaged_trainer") if f.value.get("trainer") == trainer.name),
+               None) if path else None
+    if own is None:
+        what = why if path is None else f"{path} is not a {trainer.label} config (no task and optimizer)"
+        wl.unknown.append(f"config: {trainer.label} at {launch.loc.short()}: {what}; what it sets (precision, "
+                          "checkpoints) is unknown")
+        return False
+    _attach_config(wl, path, repo, f"launcher: {launch.loc.short()} passes {why} to {trainer.label}")
+    for group_file, reason in hydra.composed(path, lambda p: repo.facts.get(p, []), [launch], lambda p: p in repo.kinds):
+        _attach_config(wl, group_file, repo, reason)
+    given = hydra.overrides(args)
+    replaced, kinds = packaged.fairseq_overridden(own.value.get("settings") or {}, packaged.fairseq_settings(given),
+                                                  launch.loc)
+    if kinds:
+        wl.facts = [f for f in wl.facts if not (f.kind in kinds and f.loc.path == path)] + replaced
+        read = sorted(f"{g}.{k}" for g, keys in given.items() for k in keys if f"{g}.{k}" in packaged.FAIRSEQ_READ)
+        wl.reasons.append(f"overrides: {launch.loc.short()} sets {', '.join(read)} over {path}")
+    if launch.value.get("args_open") and "precision" not in kinds:
+        # words that may expand to more overrides (``"$@"``): a precision the config leaves at fairseq's default
+        # may be set on the command line
+        for i, f in enumerate(wl.facts):
+            if f.kind == "precision" and f.loc.path == path and f.value.get("default"):
+                wl.facts[i] = replace(f, value={**f.value, "dtype": None, "enabled": None, "default": False,
+                                                "undecided": f"{launch.loc.short()} passes words that may expand to "
+                                                             "more overrides (common.fp16=true)"})
+    wl.code_known, wl.launch_training = True, None
+    wl.code_files = [path]
+    wl.facts.append(Fact("trains", {"via": trainer.name}, own.loc, trainer.name))
     wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
                       f"configures it ({trainer.docs})")
     return True

@@ -10,7 +10,7 @@ from typing import Any
 from gpulint.core.model import Fact
 from gpulint.core.sources import Source
 from gpulint.read import packaged
-from gpulint.read.trainer_configs import trainer_facts
+from gpulint.read.trainer_configs import hydra_defaults, trainer_facts
 from gpulint.read.yamlnodes import Doc
 
 _PRECISION_WORDS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "no": "no", "none": "no", "fp32": "fp32"}
@@ -58,6 +58,8 @@ def config_facts(source: Source) -> list[Fact]:
         trainer = packaged.which(d)
         if trainer is not None:  # before the HF-arguments test: these configs have output_dir and bf16 keys too
             out += packaged.facts(source, doc, trainer)
+            if trainer.config_arg == "hydra":  # a Hydra config: its defaults list composes group files
+                out += hydra_defaults(source, doc)
         elif is_accelerate_config(d):
             out += _accelerate(source, doc)
         elif is_hf_args(d):

@@ -40,6 +40,9 @@ class PackagedTrainer:
     trains: "re.Pattern[str] | None" = None
     #: the launch line's flags configure it when no config file is named (fairseq never takes one)
     reads_flags: bool = False
+    #: how its launch names the config: "positional" (the first YAML argument), "--config" (torchtune), "hydra"
+    #: (``--config-dir D --config-name N`` and ``key=value`` overrides) or "" (no config file: flags only)
+    config_arg: str = "positional"
 
 
 AXOLOTL = PackagedTrainer("axolotl", "axolotl", "axolotl.cli.train", (("axolotl", "train"),),
@@ -51,12 +54,19 @@ LLAMA_FACTORY = PackagedTrainer("llama_factory", "LLaMA-Factory", "llamafactory.
 # generate and quantize do not (https://pytorch.org/torchtune/stable/recipes/recipes_overview.html)
 TORCHTUNE = PackagedTrainer("torchtune", "torchtune", "torchtune.recipes", (("tune", "run"),),
                             "https://pytorch.org/torchtune/stable/deep_dives/configs.html",
-                            re.compile(r"finetune|dpo|ppo|grpo|qat|distillation|train", re.I))
+                            re.compile(r"finetune|dpo|ppo|grpo|qat|distillation|train", re.I), config_arg="--config")
 # fairseq's console script (no subcommand): every option is a flag of the command line
 # (https://fairseq.readthedocs.io/en/latest/command_line_tools.html)
 FAIRSEQ = PackagedTrainer("fairseq", "fairseq", "fairseq_cli.train", (("fairseq-train", ""),),
-                          "https://fairseq.readthedocs.io/en/latest/command_line_tools.html", reads_flags=True)
-TRAINERS = (AXOLOTL, LLAMA_FACTORY, TORCHTUNE, FAIRSEQ)
+                          "https://fairseq.readthedocs.io/en/latest/command_line_tools.html", reads_flags=True,
+                          config_arg="")
+# fairseq's Hydra entry point: a YAML of FairseqConfig's groups (common:, checkpoint:, task: ...) chosen by
+# --config-dir/--config-name, merged over fairseq's dataclass defaults, with key=value overrides on the line
+# (https://fairseq.readthedocs.io/en/latest/hydra_integration.html)
+FAIRSEQ_HYDRA = PackagedTrainer("fairseq_hydra", "fairseq", "fairseq_cli.hydra_train",
+                                (("fairseq-hydra-train", ""),),
+                                "https://fairseq.readthedocs.io/en/latest/hydra_integration.html", config_arg="hydra")
+TRAINERS = (AXOLOTL, LLAMA_FACTORY, TORCHTUNE, FAIRSEQ, FAIRSEQ_HYDRA)
 BY_NAME = {t.name: t for t in TRAINERS}
 #: trainers whose command is a program alone (``fairseq-train``), read as a console-script launch (tool "program")
 #: so that a copy of the trainer in the repository resolves the name through its own packaging
@@ -134,7 +144,23 @@ def which(d: Any) -> PackagedTrainer | None:
     if isinstance(model, dict) and str(model.get("_component_", "")).startswith("torchtune.") \
             and (isinstance(ckpt, dict) or "recipe" in d or "dtype" in d):
         return TORCHTUNE
+    if _is_fairseq_training(d):
+        return FAIRSEQ_HYDRA
     return None
+
+
+#: FairseqConfig's groups a training config sets beside its task (fairseq/dataclass/configs.py)
+_FAIRSEQ_GROUPS = ("common", "checkpoint", "distributed_training", "dataset")
+_FAIRSEQ_TRAINING = ("optimization", "optimizer", "lr_scheduler", "criterion")
+
+
+def _is_fairseq_training(d: dict) -> bool:
+    """A fairseq-hydra-train config: a task chosen by ``_name`` with what trains it (an optimizer, a criterion) and
+    fairseq's own groups; a decoding config (``decoding:``, ``common_eval:``) trains nothing and is not one."""
+    task = d.get("task")
+    return isinstance(task, dict) and "_name" in task \
+        and any(isinstance(d.get(k), dict) for k in _FAIRSEQ_TRAINING) \
+        and any(isinstance(d.get(k), dict) for k in _FAIRSEQ_GROUPS)
 
 
 # ----------------------------------------------------------------------------------------------- facts
@@ -176,8 +202,49 @@ def facts_of(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
     """The facts of a trainer's settings ``d`` (a config file's mapping, or ``flag_config`` of a launch line's
     flags); ``loc(*path)`` places each."""
     if trainer is FAIRSEQ:
-        return _fairseq(d, loc)
+        # store_true switches: a flag present is on (the word after a bare --fp16 is the data folder, not its value)
+        return _fairseq({**d, **{k: True for k in (*_FAIRSEQ_SWITCHES, "cpu", "no_save") if k in d}}, loc,
+                        "none of --fp16/--bf16/--amp")
+    if trainer is FAIRSEQ_HYDRA:
+        flat = fairseq_settings(d)
+        # a key the config leaves out is placed at its group (the common: section), else at the config's top
+        return _fairseq(flat, lambda *path: loc(_fairseq_group(path[0]), path[0]) if path else loc(),
+                        "none of common.fp16/bf16/amp", hydra=True)
     return _settings(d, trainer, loc)
+
+
+#: fairseq's precision switches (CommonConfig), in the order its trainer tests them
+_FAIRSEQ_SWITCHES = ("bf16", "memory_efficient_bf16", "fp16", "memory_efficient_fp16", "amp")
+#: the keys of FairseqConfig's groups gpulint reads, by group
+_FAIRSEQ_KEYS = {"common": (*_FAIRSEQ_SWITCHES, "cpu"), "checkpoint": ("save_dir", "no_save", "restore_file")}
+FAIRSEQ_READ = frozenset(f"{g}.{k}" for g, keys in _FAIRSEQ_KEYS.items() for k in keys)
+
+
+def _fairseq_group(key: str) -> str:
+    return next(g for g, keys in _FAIRSEQ_KEYS.items() if key in keys)
+
+
+def fairseq_settings(d: dict) -> dict:
+    """The settings of a fairseq-hydra-train config (or of its launch's overrides, nested by group) gpulint reads,
+    as flat keys (fp16, save_dir ...)."""
+    flat = {}
+    for group, keys in _FAIRSEQ_KEYS.items():
+        section = d.get(group)
+        if isinstance(section, dict):
+            flat.update({k: section[k] for k in keys if k in section})
+    return flat
+
+
+def fairseq_overridden(settings: dict, overrides: dict, at: Location) -> tuple[list[Fact], set[str]]:
+    """The facts of a fairseq-hydra-train config's ``settings`` with a launch's ``overrides`` (fairseq_settings of
+    both) over them, for the concerns the overrides touch (precision, checkpoints), each placed at the launch; and
+    those fact kinds, which replace the config's own."""
+    if not overrides:
+        return [], set()
+    facts = _fairseq({**settings, **overrides}, lambda *path: at, "none of common.fp16/bf16/amp", hydra=True)
+    kinds = ({"precision"} if any(k in overrides for k in _FAIRSEQ_KEYS["common"]) else set()) | \
+        ({"checkpoint.save", "checkpoint.resume"} if any(k in overrides for k in _FAIRSEQ_KEYS["checkpoint"]) else set())
+    return [f for f in facts if f.kind in kinds], kinds
 
 
 def _settings(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
@@ -354,30 +421,50 @@ def _checkpoints(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
     return out
 
 
-def _fairseq(d: dict, loc) -> list[Fact]:
-    """fairseq-train's flags (fairseq/dataclass/configs.py, CommonConfig and CheckpointConfig): it trains in fp32
-    unless --fp16, --bf16, --memory-efficient-fp16/-bf16 or --amp is passed (store_true switches: present is on);
-    it saves checkpoint_last.pt and checkpoint_best.pt to --save-dir (default checkpoints) every epoch unless
-    --no-save, and resumes from <save-dir>/checkpoint_last.pt when it exists (--restore-file's default)."""
-    mech = {"mechanism": "packaged_config", "trainer": FAIRSEQ.name}
-    out = [Fact("config.packaged_trainer", {"trainer": FAIRSEQ.name, "model": None, "adapter": "full"}, loc(), FAIRSEQ.name)]
-    switch = next((k for k in ("bf16", "memory_efficient_bf16", "fp16", "memory_efficient_fp16", "amp") if k in d), None)
-    if switch is not None:
-        dtype = "bf16" if "bf16" in switch else "fp16"  # --amp is torch.cuda.amp's fp16 autocast with a scaler
-        out.append(Fact("precision", {**mech, "dtype": dtype, "enabled": True}, loc(switch), switch))
+def _fairseq(d: dict, loc, unset: str, hydra: bool = False) -> list[Fact]:
+    """fairseq's settings (fairseq/dataclass/configs.py, CommonConfig and CheckpointConfig), from fairseq-train's
+    flags or a fairseq-hydra-train config: it trains in fp32 unless fp16, bf16, memory_efficient_fp16/bf16 or amp
+    is on (all default off); it saves checkpoint_last.pt and checkpoint_best.pt to save_dir (default checkpoints)
+    every epoch unless no_save, and resumes from <save_dir>/checkpoint_last.pt when it exists (restore_file's
+    default). ``unset`` names the switches when none is set."""
+    trainer = FAIRSEQ_HYDRA if hydra else FAIRSEQ
+    mech = {"mechanism": "packaged_config", "trainer": trainer.name}
+    value = {"trainer": trainer.name, "model": None, "adapter": "full"}
+    settings = {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool))}
+    if hydra and settings:  # what the linker merges a launch's overrides over (fairseq_overridden)
+        value["settings"] = settings
+    out = [Fact("config.packaged_trainer", value, loc(), trainer.name)]
+    switches = {k: _bool(d[k]) for k in _FAIRSEQ_SWITCHES if k in d}
+    switch = next((k for k in _FAIRSEQ_SWITCHES if switches.get(k) is True), None)
+    # a config's keys by their group (common.fp16, checkpoint.save_dir); flags by their name, as before
+    spell = (lambda k: f"{_fairseq_group(k)}.{k}") if hydra else (lambda k: k)
+    if _bool(d.get("cpu")) is True:
+        # fairseq trains on the CPU whatever GPU the machine has (CommonConfig.cpu): no GPU precision to judge
+        out.append(Fact("cpu_only", {"via": f"fairseq {spell('cpu')}"}, loc("cpu"), spell("cpu")))
+        out.append(Fact("precision", {**mech, "dtype": None, "enabled": None, "undecided": f"{spell('cpu')} trains on the CPU"},
+                        loc("cpu"), spell("cpu")))
+    elif switch is not None:
+        dtype = "bf16" if "bf16" in switch else "fp16"  # amp is torch.cuda.amp's fp16 autocast with a scaler
+        out.append(Fact("precision", {**mech, "dtype": dtype, "enabled": True}, loc(switch), spell(switch)))
+    elif any(not isinstance(v, bool) for v in switches.values()):
+        k = next(k for k, v in switches.items() if not isinstance(v, bool))
+        out.append(Fact("precision", {**mech, "dtype": None, "enabled": None,
+                                      "undecided": f"{spell(k)} is {d[k]!r}, not a literal boolean"}, loc(k), spell(k)))
     else:
-        out.append(Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": True}, loc(),
-                        "none of --fp16/--bf16/--amp"))
-    if "no_save" not in d:
+        at = next(iter(switches), None)  # a switch written false is where the fp32 is chosen
+        out.append(Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": at is None},
+                        loc(at or "fp16"), spell(at) if at else unset))
+    if _bool(d.get("no_save")) is not True:
         save_dir = d.get("save_dir")
         out.append(Fact("checkpoint.save", {"via": "packaged_config", "dir": _str(save_dir) if "save_dir" in d else "checkpoints",
-                                            "default": "save_dir" not in d}, loc("save_dir"), "save_dir"))
-        # --restore-file defaults to checkpoint_last.pt in the save dir: a restarted job resumes from it
+                                            "default": "save_dir" not in d}, loc("save_dir"), spell("save_dir")))
+        # restore_file defaults to checkpoint_last.pt in the save dir: a restarted job resumes from it
         restore = d.get("restore_file", "checkpoint_last.pt")
         out.append(Fact("checkpoint.resume", {"via": "packaged_config", "value": restore if isinstance(restore, str) else True,
-                                              "default": "restore_file" not in d}, loc("restore_file"), "restore_file"))
+                                              "default": "restore_file" not in d}, loc("restore_file"), spell("restore_file")))
     return out
 
 
 def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and "${" not in v else None
+    """A literal path: not an interpolation, a shell expansion or OmegaConf's ``???`` (a value the run must pass)."""
+    return v if isinstance(v, str) and "$" not in v and v.strip() != "???" else None
