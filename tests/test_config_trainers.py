@@ -150,6 +150,26 @@ def test_launchers_that_choose_different_configs_link_none():
     assert any("compose different Hydra configs" in u for u in wl["unknown"])
 
 
+def test_a_config_dir_on_the_launch_line_is_searched_too():
+    """``--config-dir experiments`` adds a folder to Hydra's search path: a name only it holds is composed from it."""
+    files = hydra_repo(CONF_FP32.replace("precision: 32", "precision: bf16-mixed"),
+                       **{"experiments/big.yaml": CONF_FP32, "run.sh": "python train.py --config-dir experiments -cn big\n"})
+    assert amp(files) == [("AMP001", "experiments/big.yaml", CONF_FP32.splitlines().index("  precision: 32") + 1)]
+    assert workload(files)["configs"] == ["experiments/big.yaml"]
+
+
+@pytest.mark.parametrize("launch,why", [
+    ("python train.py --config-dir experiments\n", "which both conf/train.yaml and experiments/train.yaml hold"),
+    ("python train.py --config-dir $EXP_DIR\n", "adds a Hydra config folder read at run time"),
+])
+def test_a_config_dir_that_leaves_the_choice_to_hydra_or_the_run_links_none(launch, why):
+    files = hydra_repo(**{"experiments/train.yaml": CONF_FP32, "run.sh": launch})
+    assert amp(files) == []
+    wl = workload(files)
+    assert wl["configs"] == []
+    assert any(why in u for u in wl["unknown"])
+
+
 def test_a_launch_whose_arguments_may_hold_an_override_leaves_it_undecided():
     files = hydra_repo(**{"run.sh": 'python train.py "$@"\n'})
     assert amp(files) == []

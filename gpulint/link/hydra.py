@@ -38,6 +38,20 @@ def _chosen(args: list) -> dict[str, str | None]:
     return out
 
 
+def _search_dir(args: list) -> str | None:
+    """The folder a launch adds to Hydra's search path (``--config-dir D`` / ``-cd D``): None without one, "" when
+    its value is not a literal word."""
+    for i, a in enumerate(args):
+        if not isinstance(a, str):
+            continue
+        flag, eq, value = a.partition("=")
+        if flag in ("--config-dir", "-cd"):
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else ""
+            return value
+    return None
+
+
 def _yaml(name: str) -> str:
     return name if name.endswith((".yaml", ".yml")) else name + ".yaml"
 
@@ -55,20 +69,33 @@ def primary_config(ref: Fact, launchers: list[Fact], exists: Callable[[str], boo
             return None, f"{launch.loc.short()} chooses the Hydra config from a value read at run time"
         name = _yaml(chosen["name"]) if "name" in chosen else default_name
         if "path" not in chosen:
-            picks.add(posixpath.normpath(posixpath.join(default_dir, name)))
-            continue
-        # --config-path is relative to the script (Hydra's rule) or, as often written, to where the launcher runs
-        cands = [posixpath.normpath(posixpath.join(d, chosen["path"], name))
-                 for d in (script_dir, posixpath.dirname(launch.loc.path), "")]
-        found = [c for c in cands if exists(c)]
-        picks.add(found[0] if found else cands[0])
+            pick = posixpath.normpath(posixpath.join(default_dir, name))
+        else:
+            # --config-path is relative to the script (Hydra's rule) or, as often written, to where the launcher runs
+            cands = [posixpath.normpath(posixpath.join(d, chosen["path"], name))
+                     for d in (script_dir, posixpath.dirname(launch.loc.path), "")]
+            found = [c for c in cands if exists(c)]
+            pick = found[0] if found else cands[0]
+        extra = _search_dir(launch.value.get("args") or [])
+        if extra is not None:
+            # --config-dir adds a folder to the search path (relative to where the run starts): a name found there
+            # as well as in the primary folder is one Hydra's search order decides, not the repository
+            if not extra or "$" in extra or "`" in extra:
+                return None, f"{launch.loc.short()} adds a Hydra config folder read at run time (--config-dir)"
+            added = [c for c in dict.fromkeys(posixpath.normpath(posixpath.join(d, extra, name))
+                                               for d in (posixpath.dirname(launch.loc.path), "")) if exists(c)]
+            held = sorted({*added, *([pick] if exists(pick) else [])})
+            if len(held) > 1:
+                return None, f"{launch.loc.short()} composes {name}, which both {' and '.join(held)} hold"
+            pick = held[0] if held else pick
+        picks.add(pick)
     if len(picks) > 1:
         return None, f"its launchers compose different Hydra configs ({', '.join(sorted(picks))})"
     path = picks.pop() if picks else default
     if not exists(path):
         return None, f"the Hydra config {path} is not a file of the repository"
     why = f"code: {ref.loc.short()} composes it (Hydra config_path and config_name)" if path == default else \
-        f"launcher: {', '.join(l.loc.short() for l in launchers)} composes it (--config-name/--config-path)"
+        f"launcher: {', '.join(l.loc.short() for l in launchers)} composes it (--config-name/--config-path/--config-dir)"
     return path, why
 
 
