@@ -278,3 +278,37 @@ def test_in_a_container_command_the_image_path_is_the_checkout_s_folder_and_amp0
     found = [f for f in scan_files(files).findings if f.code.startswith("AMP")]
     assert [(f.code, f.loc.path, f.loc.line) for f in found] == [("AMP001", "conf/pretrain/base.yaml", 3)]
     assert found[0].message.startswith("fairseq training runs in fp32 on p4d.24xlarge")
+
+
+SETUP = """\
+from setuptools import setup
+
+setup(
+    name="fairseq",
+    entry_points={
+        "console_scripts": [
+            "fairseq-hydra-train = fairseq_cli.hydra_train:cli_main",
+            "fairseq-train = fairseq_cli.train:cli_main",
+        ],
+    },
+)
+"""
+HYDRA_TRAIN = "from fairseq_cli.train import main\n\n\ndef cli_main():\n    main()\n"
+
+
+def test_a_vendored_copy_of_fairseq_runs_as_fairseq_documents_it():
+    """fairseq/ vendored in a subfolder with its setup.py: its console script is fairseq's own, read by its config."""
+    files = {**_repo(), "fairseq/setup.py": SETUP, "fairseq/fairseq_cli/hydra_train.py": HYDRA_TRAIN,
+             "fairseq/fairseq_cli/train.py": "def main():\n    pass\n"}
+    assert codes(files, "AMP001", fields=AT) == [("AMP001", "conf/pretrain/base.yaml", 3)]
+    wl = only_workload(scan_files(files))
+    assert wl["name"] == "slurm/pretrain.sbatch#slurm (fairseq-hydra-train)"
+    assert any("runs the copy of fairseq the repository vendors (fairseq/setup.py declares it)" in r for r in wl["links"])
+
+
+def test_fairseq_s_own_repository_keeps_its_code():
+    """setup.py at the root: the repository is fairseq (or a fork of it), and the command runs its own module."""
+    files = {**_repo(), "setup.py": SETUP, "fairseq_cli/hydra_train.py": HYDRA_TRAIN,
+             "fairseq_cli/train.py": "def main():\n    pass\n"}
+    assert not codes(files, "AMP")
+    assert not any("fairseq_hydra" in str(w["facts"]) for w in scan_files(files).workloads)

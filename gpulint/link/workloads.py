@@ -495,6 +495,21 @@ def _console_scripts(repo: Repo) -> dict[str, tuple[str, Fact] | None]:
     return out
 
 
+def _vendored_trainer(program: Any, consoles: dict) -> str | None:
+    """The packaging file (``fairseq/setup.py``) when a packaged trainer's console script is declared by a copy of the
+    trainer the repository vendors in a subfolder, for the trainer's own module (``fairseq-hydra-train =
+    fairseq_cli.hydra_train``): the command runs that trainer, read by its documented config and flags, as an
+    installed one is. The trainer's own repository (packaging at the root) keeps its code."""
+    trainer = packaged.PROGRAMS.get(program) if isinstance(program, str) else None
+    declared = consoles.get(program) if trainer is not None else None
+    if not declared:
+        return None
+    decl = declared[1]
+    if decl.value.get("module") != trainer.module or "/" not in decl.loc.path:
+        return None
+    return decl.loc.path
+
+
 def _default_why(var: str) -> str:
     return f"default of ${{{var}}} (the environment may override it)"
 
@@ -540,7 +555,7 @@ def _resolve_use(u: _Use, repo: Repo, consoles: dict, undecided: dict[str, list[
         return None, u
     if v.get("tool") == "program" and isinstance(v.get("program"), str):
         declared = consoles.get(v["program"])
-        if declared:
+        if declared and not _vendored_trainer(v["program"], consoles):
             found, decl = declared
             fn = decl.value.get("function")
             return found, replace(u, why=f"console script {v['program']} declared in {decl.loc.short()} "
@@ -898,7 +913,13 @@ def _not_in_repository(fact: Fact, code_names: set[str], code_paths: frozenset[s
         return "fetched at run time"
     if v.get("tool") == "program":
         trainer = packaged.trainer_of_launch(v)
-        if trainer is None or v.get("program") in consoles:
+        if trainer is None:
+            return None
+        vendored = _vendored_trainer(v.get("program"), consoles)
+        if vendored:
+            return (f"{v['program']} runs the copy of {trainer.label} the repository vendors ({vendored} declares it), "
+                    "read as the trainer documents it")
+        if v.get("program") in consoles:
             return None
         return f"{v['program']} is {trainer.label}'s command, not a console script of the repository (in the image)"
     script, module = v.get("script"), v.get("module")
