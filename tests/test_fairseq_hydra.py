@@ -312,3 +312,12 @@ def test_fairseq_s_own_repository_keeps_its_code():
              "fairseq_cli/train.py": "def main():\n    pass\n"}
     assert not codes(files, "AMP")
     assert not any("fairseq_hydra" in str(w["facts"]) for w in scan_files(files).workloads)
+
+
+def test_the_module_form_under_torchrun_is_the_same_trainer_and_eight_processes_size_the_spend():
+    files = {"conf/pretrain/base.yaml": CONFIG.format(common="", checkpoint=""),
+             "run.sh": "torchrun --nproc_per_node 8 -m fairseq_cli.hydra_train task.data=/d "
+                       "--config-dir conf/pretrain --config-name base\n"}
+    assert codes(files, "AMP", fields=("code", "severity", "path", "line")) == [
+        ("AMP001", "warning", "conf/pretrain/base.yaml", 3)]
+    assert only_workload(scan_files(files))["configs"] == ["conf/pretrain/base.yaml"]
