@@ -256,6 +256,21 @@ def test_a_launched_copy_of_llama_factory_trains_by_its_command(tmp_path):
     assert wl is not None and wl["role"] == "training", wl
 
 
+def test_a_copy_of_llama_factory_vendored_in_a_subfolder_runs_as_llama_factory_documents_it():
+    """llama_factory/src/llamafactory/... (installed with pip install -e llama_factory): llamafactory-cli runs that
+    trainer, so its config is read as an installed LLaMA-Factory's; before, the launch linked to nothing at all."""
+    files = {"llama_factory/src/llamafactory/__init__.py": "", "llama_factory/src/llamafactory/train/__init__.py": "",
+             "llama_factory/src/llamafactory/train/tuner.py": "def run_exp(args=None):\n    pass\n",
+             "llama_factory/pyproject.toml": '[project]\nname = "llamafactory"\n[project.scripts]\n'
+                                             'llamafactory-cli = "llamafactory.cli:main"\n',
+             "exp/sft.yaml": LMF_CFG.format(precision="fp16: true\n"),
+             "exp/run.sh": "#!/bin/bash\n#SBATCH --gres=gpu:a100:8\nllamafactory-cli train exp/sft.yaml\n"}
+    wl = only_workload(scan_files(files))
+    assert wl["configs"] == ["exp/sft.yaml"] and wl["resolved"]["precision"]["dtypes"] == ["fp16"]
+    assert any("runs the copy of LLaMA-Factory the repository vendors (llama_factory/src/llamafactory/train/tuner.py)"
+               in r for r in wl["links"])
+
+
 def test_a_torchtune_copy_links_its_launch_to_the_built_in_config_it_names():
     result = scan_files(_torchtune_copy())
     [wl] = [w for w in result.workloads if w["name"].startswith("slurm/")]

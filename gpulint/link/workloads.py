@@ -928,9 +928,18 @@ def _not_in_repository(fact: Fact, code_names: set[str], code_paths: frozenset[s
         # a file of the same name elsewhere (a torchtune copy's recipes/x.py for torchtune.recipes.x) is another
         # module, whatever the installed package maps it to
         rel = module.replace(".", "/")
-        if any(p == c or p.endswith("/" + c) for c in (rel + ".py", rel + "/__main__.py") for p in code_paths):
-            return None
-        return f"module {module} is not a file of the repository (in the image)"
+        cands = (rel + ".py", rel + "/__main__.py")
+        found = sorted(p for p in code_paths if any(p == c or p.endswith("/" + c) for c in cands))
+        if not found:
+            return f"module {module} is not a file of the repository (in the image)"
+        trainer = packaged.trainer_of_launch(v)
+        bases = _cwd_bases((fact.attrs or {}).get("cwd"), fact.loc.path) + [posixpath.dirname(fact.loc.path), "", "src"]
+        if trainer is not None and not any(posixpath.normpath(posixpath.join(b, c)) in found for b in bases for c in cands):
+            # a copy of the trainer vendored in a subfolder (llama_factory/src/llamafactory/...), installed from
+            # there: its CLI runs that trainer, read by its documented config as an installed one is. A copy at
+            # the import roots (the trainer's own repository or a fork) keeps its code.
+            return f"module {module} runs the copy of {trainer.label} the repository vendors ({found[0]}), read as the trainer documents it"
+        return None
     if not isinstance(script, str) or not script.endswith(".py") or "$" in script or "{" in script:
         return None
     tail = posixpath.basename(script)
