@@ -155,14 +155,6 @@ def test_a_cpu_run_by_hand_is_not_on_a_gpu():
     assert any(f["kind"] == "cpu_only" for f in only_workload(result)["facts"])
 
 
-def test_a_run_by_hand_in_fp32_is_advice():
-    """No compute target: the GPU is the trainer's word (it takes the GPU there is), so AMP001 is info."""
-    files = {"conf/pretrain/base.yaml": CONFIG.format(common="", checkpoint=""),
-             "run.sh": "fairseq-hydra-train task.data=/d --config-dir conf/pretrain --config-name base\n"}
-    assert codes(files, "AMP", fields=("code", "severity", "path", "line")) == [
-        ("AMP001", "info", "conf/pretrain/base.yaml", 3)]
-
-
 def test_a_mandatory_save_dir_is_no_literal_folder():
     wl = only_workload(scan_files(_repo(common="  bf16: true\n", checkpoint="  save_dir: ???\n")))
     assert [f["value"]["dir"] for f in wl["facts"] if f["kind"] == "checkpoint.save"] == [None]
@@ -321,3 +313,20 @@ def test_the_module_form_under_torchrun_is_the_same_trainer_and_eight_processes_
     assert codes(files, "AMP", fields=("code", "severity", "path", "line")) == [
         ("AMP001", "warning", "conf/pretrain/base.yaml", 3)]
     assert only_workload(scan_files(files))["configs"] == ["conf/pretrain/base.yaml"]
+
+
+RUN_BY_HAND = "fairseq-hydra-train task.data=/d --config-dir conf/pretrain --config-name base {extra}\n"
+
+
+@pytest.mark.parametrize("extra,severity", [("", "warning"), ("distributed_training.distributed_world_size=1", "info")])
+def test_a_world_size_of_several_gpus_sizes_the_spend_and_an_override_to_one_does_not(extra, severity):
+    """CONFIG asks for 16 GPUs (distributed_world_size: 16): a multi-GPU job whatever machine runs it, so fp32 is a
+    warning even with no compute target; the line's override to one GPU leaves one GPU of a kind nothing names."""
+    files = {"conf/pretrain/base.yaml": CONFIG.format(common="", checkpoint=""), "run.sh": RUN_BY_HAND.format(extra=extra)}
+    assert codes(files, "AMP", fields=("code", "severity", "path", "line")) == [
+        ("AMP001", severity, "conf/pretrain/base.yaml", 3)]
+
+
+def test_fairseq_train_s_world_size_flag_sizes_the_spend_too():
+    files = {"run.sh": "fairseq-train data-bin/wmt --arch transformer --distributed-world-size 4\n"}
+    assert codes(files, "AMP", fields=("code", "severity")) == [("AMP001", "warning")]

@@ -216,7 +216,8 @@ def facts_of(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
 #: fairseq's precision switches (CommonConfig), in the order its trainer tests them
 _FAIRSEQ_SWITCHES = ("bf16", "memory_efficient_bf16", "fp16", "memory_efficient_fp16", "amp")
 #: the keys of FairseqConfig's groups gpulint reads, by group
-_FAIRSEQ_KEYS = {"common": (*_FAIRSEQ_SWITCHES, "cpu"), "checkpoint": ("save_dir", "no_save", "restore_file")}
+_FAIRSEQ_KEYS = {"common": (*_FAIRSEQ_SWITCHES, "cpu"), "checkpoint": ("save_dir", "no_save", "restore_file"),
+                 "distributed_training": ("distributed_world_size",)}
 FAIRSEQ_READ = frozenset(f"{g}.{k}" for g, keys in _FAIRSEQ_KEYS.items() for k in keys)
 
 
@@ -242,8 +243,9 @@ def fairseq_overridden(settings: dict, overrides: dict, at: Location) -> tuple[l
     if not overrides:
         return [], set()
     facts = _fairseq({**settings, **overrides}, lambda *path: at, "none of common.fp16/bf16/amp", hydra=True)
-    kinds = ({"precision"} if any(k in overrides for k in _FAIRSEQ_KEYS["common"]) else set()) | \
-        ({"checkpoint.save", "checkpoint.resume"} if any(k in overrides for k in _FAIRSEQ_KEYS["checkpoint"]) else set())
+    kinds = ({"precision", "cpu_only"} if any(k in overrides for k in _FAIRSEQ_KEYS["common"]) else set()) | \
+        ({"checkpoint.save", "checkpoint.resume"} if any(k in overrides for k in _FAIRSEQ_KEYS["checkpoint"]) else set()) | \
+        ({"uses_gpu"} if "distributed_world_size" in overrides or "cpu" in overrides else set())
     return [f for f in facts if f.kind in kinds], kinds
 
 
@@ -422,11 +424,12 @@ def _checkpoints(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
 
 
 def _fairseq(d: dict, loc, unset: str, hydra: bool = False) -> list[Fact]:
-    """fairseq's settings (fairseq/dataclass/configs.py, CommonConfig and CheckpointConfig), from fairseq-train's
-    flags or a fairseq-hydra-train config: it trains in fp32 unless fp16, bf16, memory_efficient_fp16/bf16 or amp
-    is on (all default off); it saves checkpoint_last.pt and checkpoint_best.pt to save_dir (default checkpoints)
-    every epoch unless no_save, and resumes from <save_dir>/checkpoint_last.pt when it exists (restore_file's
-    default). ``unset`` names the switches when none is set."""
+    """fairseq's settings (fairseq/dataclass/configs.py: CommonConfig, CheckpointConfig, DistributedTrainingConfig),
+    from fairseq-train's flags or a fairseq-hydra-train config: it trains in fp32 unless fp16, bf16,
+    memory_efficient_fp16/bf16 or amp is on (all default off); it saves checkpoint_last.pt and checkpoint_best.pt to
+    save_dir (default checkpoints) every epoch unless no_save, and resumes from <save_dir>/checkpoint_last.pt when it
+    exists (restore_file's default). A distributed_world_size of 2 or more asks for that many GPUs (its default: all the machine has).
+    ``unset`` names the switches when none is set."""
     trainer = FAIRSEQ_HYDRA if hydra else FAIRSEQ
     mech = {"mechanism": "packaged_config", "trainer": trainer.name}
     value = {"trainer": trainer.name, "model": None, "adapter": "full"}
@@ -435,25 +438,22 @@ def _fairseq(d: dict, loc, unset: str, hydra: bool = False) -> list[Fact]:
         value["settings"] = settings
     out = [Fact("config.packaged_trainer", value, loc(), trainer.name)]
     switches = {k: _bool(d[k]) for k in _FAIRSEQ_SWITCHES if k in d}
-    switch = next((k for k in _FAIRSEQ_SWITCHES if switches.get(k) is True), None)
     # a config's keys by their group (common.fp16, checkpoint.save_dir); flags by their name, as before
     spell = (lambda k: f"{_fairseq_group(k)}.{k}") if hydra else (lambda k: k)
+    world = d.get("distributed_world_size")
+    world = int(world) if isinstance(world, str) and world.isdigit() else world
     if _bool(d.get("cpu")) is True:
         # fairseq trains on the CPU whatever GPU the machine has (CommonConfig.cpu): no GPU precision to judge
         out.append(Fact("cpu_only", {"via": f"fairseq {spell('cpu')}"}, loc("cpu"), spell("cpu")))
         out.append(Fact("precision", {**mech, "dtype": None, "enabled": None, "undecided": f"{spell('cpu')} trains on the CPU"},
                         loc("cpu"), spell("cpu")))
-    elif switch is not None:
-        dtype = "bf16" if "bf16" in switch else "fp16"  # amp is torch.cuda.amp's fp16 autocast with a scaler
-        out.append(Fact("precision", {**mech, "dtype": dtype, "enabled": True}, loc(switch), spell(switch)))
-    elif any(not isinstance(v, bool) for v in switches.values()):
-        k = next(k for k, v in switches.items() if not isinstance(v, bool))
-        out.append(Fact("precision", {**mech, "dtype": None, "enabled": None,
-                                      "undecided": f"{spell(k)} is {d[k]!r}, not a literal boolean"}, loc(k), spell(k)))
     else:
-        at = next(iter(switches), None)  # a switch written false is where the fp32 is chosen
-        out.append(Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": at is None},
-                        loc(at or "fp16"), spell(at) if at else unset))
+        if type(world) is int and world > 1:
+            # the trainer is asked for several GPUs (one process each; its default is every GPU the machine has): a
+            # multi-GPU job, as a Lightning Trainer's devices=4 is
+            out.append(Fact("uses_gpu", {"via": f"fairseq {spell('distributed_world_size')}", "several": True},
+                            loc("distributed_world_size"), spell("distributed_world_size")))
+        out.append(_fairseq_precision(switches, d, mech, loc, spell, unset))
     if _bool(d.get("no_save")) is not True:
         save_dir = d.get("save_dir")
         out.append(Fact("checkpoint.save", {"via": "packaged_config", "dir": _str(save_dir) if "save_dir" in d else "checkpoints",
@@ -463,6 +463,22 @@ def _fairseq(d: dict, loc, unset: str, hydra: bool = False) -> list[Fact]:
         out.append(Fact("checkpoint.resume", {"via": "packaged_config", "value": restore if isinstance(restore, str) else True,
                                               "default": "restore_file" not in d}, loc("restore_file"), spell("restore_file")))
     return out
+
+
+def _fairseq_precision(switches: dict, d: dict, mech: dict, loc, spell, unset: str) -> Fact:
+    """The precision fairseq's switches (their values as read) give: the first one on, else fp32 (a switch written
+    false is where it is chosen, else fairseq's default), unknown for a value that is no literal boolean."""
+    switch = next((k for k in _FAIRSEQ_SWITCHES if switches.get(k) is True), None)
+    if switch is not None:
+        dtype = "bf16" if "bf16" in switch else "fp16"  # amp is torch.cuda.amp's fp16 autocast with a scaler
+        return Fact("precision", {**mech, "dtype": dtype, "enabled": True}, loc(switch), spell(switch))
+    odd = next((k for k, v in switches.items() if not isinstance(v, bool)), None)
+    if odd is not None:
+        return Fact("precision", {**mech, "dtype": None, "enabled": None,
+                                  "undecided": f"{spell(odd)} is {d[odd]!r}, not a literal boolean"}, loc(odd), spell(odd))
+    at = next(iter(switches), None)
+    return Fact("precision", {**mech, "dtype": "fp32", "enabled": False, "default": at is None},
+                loc(at or "fp16"), spell(at) if at else unset)
 
 
 def _str(v: Any) -> str | None:
