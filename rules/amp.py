@@ -591,10 +591,10 @@ _TF_V100 = '''resource "aws_instance" "trainer" {
 }
 '''
 _AMPERE_PLUS = ("Ampere", "Ada", "Hopper", "Blackwell")
-#: training whose fp32 matmuls run on TF32 on those GPUs without a switch: TensorFlow since 2.4, JAX (XLA's DEFAULT
-#: matmul precision)
 #: packaged trainers (gpulint.read.packaged) whose flags and config have no TF32 switch: fairseq's CommonConfig
 _NO_TF32_SETTING = frozenset({"fairseq", "fairseq_hydra"})
+#: training whose fp32 matmuls run on TF32 on those GPUs without a switch: TensorFlow since 2.4, JAX (XLA's DEFAULT
+#: matmul precision)
 _TF32_BY_DEFAULT = {"keras": ("TensorFlow", "since 2.4"), "tensorflow": ("TensorFlow", "since 2.4"),
                     "jax": ("JAX", "XLA's DEFAULT matmul precision")}
 

@@ -129,3 +129,27 @@ def line_of(text: str, needle: str, nth: int = 0) -> int:
     hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
     assert len(hits) > nth, (needle, hits)
     return hits[nth]
+
+
+def p4d_job(name: str, command: list[str]) -> str:
+    """A Kubernetes Job of one container that runs ``command`` (the image's trainer) on a p4d.24xlarge node with its 8
+    GPUs; the command is line 14."""
+    return f"""\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      nodeSelector:
+        node.kubernetes.io/instance-type: p4d.24xlarge
+      containers:
+        - name: train
+          image: registry.example.com/fairseq:0.12
+          command: {json.dumps(command)}
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+"""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from helpers import AT, cli_scan, codes, only_workload
+from helpers import AT, cli_scan, codes, only_workload, p4d_job
 from gpulint.link.hydra import overrides, program_config
 from gpulint.read.packaged import FAIRSEQ_HYDRA, fairseq_settings, trainer_of_launch, which
 from gpulint.testing import scan_files
@@ -242,26 +242,8 @@ def test_fairseq_hydra_fixture_repository_end_to_end():
     assert by_name["scripts/finetune.sbatch#slurm (fairseq-hydra-train)"]["configs"] == ["conf/finetune/base_10h.yaml"]
 
 
-KUBE = """\
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: w2v
-spec:
-  template:
-    spec:
-      restartPolicy: OnFailure
-      nodeSelector:
-        node.kubernetes.io/instance-type: p4d.24xlarge
-      containers:
-        - name: train
-          image: registry.example.com/fairseq:0.12
-          command: ["fairseq-hydra-train", "task.data=/data", "--config-dir", "/workspace/conf/pretrain",
-                    "--config-name", "base"]
-          resources:
-            limits:
-              nvidia.com/gpu: 8
-"""
+KUBE = p4d_job("w2v", ["fairseq-hydra-train", "task.data=/data", "--config-dir", "/workspace/conf/pretrain",
+                           "--config-name", "base"])
 
 
 def test_in_a_container_command_the_image_path_is_the_checkout_s_folder_and_amp001_alone_fires():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from helpers import AT, cli_scan, codes, only_workload
+from helpers import AT, cli_scan, codes, only_workload, p4d_job
 from gpulint.read.packaged import FAIRSEQ, LLAMA_FACTORY, flag_config, flag_facts, trainer_of_launch
 from gpulint.core.model import Location
 from gpulint.testing import scan_files
@@ -148,25 +148,7 @@ def test_fairseq_default_save_dir_is_on_the_spot_node_s_own_disk():
     assert codes({"sky/task.yaml": SKY.format(extra="")}, "SPOT00") == ["SPOT004"]
 
 
-KUBE = """\
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: wmt
-spec:
-  template:
-    spec:
-      restartPolicy: OnFailure
-      nodeSelector:
-        node.kubernetes.io/instance-type: p4d.24xlarge
-      containers:
-        - name: train
-          image: registry.example.com/fairseq:0.12
-          command: ["fairseq-train", "/data/wmt", "--arch", "transformer", "--save-dir", "/ckpt"]
-          resources:
-            limits:
-              nvidia.com/gpu: 8
-"""
+KUBE = p4d_job("wmt", ["fairseq-train", "/data/wmt", "--arch", "transformer", "--save-dir", "/ckpt"])
 
 
 def test_fairseq_in_a_container_command_is_read_too():
@@ -253,9 +235,8 @@ def test_llama_factory_flags_without_bf16_or_fp16_infer_the_dtype_so_no_amp001()
 
 
 def test_llama_factory_fp16_flag_on_an_a100_instance_is_amp003_at_the_launch_line():
-    command = ('["llamafactory-cli", "train", "--stage", "sft", "--model_name_or_path", "Qwen/Qwen2.5-7B", '
-               '"--finetuning_type", "lora", "--output_dir", "/ckpt/qwen", "--fp16", "True"]')
-    job = KUBE.replace('["fairseq-train", "/data/wmt", "--arch", "transformer", "--save-dir", "/ckpt"]', command)
+    job = p4d_job("sft", ["llamafactory-cli", "train", "--stage", "sft", "--model_name_or_path", "Qwen/Qwen2.5-7B",
+                          "--finetuning_type", "lora", "--output_dir", "/ckpt/qwen", "--fp16", "True"])
     assert codes({"k8s/job.yaml": job}, "AMP", fields=AT) == [("AMP003", "k8s/job.yaml", 14)]
     assert not codes({"k8s/job.yaml": job.replace('"--fp16", "True"', '"--bf16", "True"')}, "AMP")
 

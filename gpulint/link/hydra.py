@@ -23,33 +23,30 @@ _MAX_DEPTH = 4
 _CHOOSERS = {"--config-name": "name", "-cn": "name", "--config-path": "path", "-cp": "path"}
 
 
-def _chosen(args: list) -> dict[str, str | None]:
-    """The ``--config-name`` / ``--config-path`` a launch passes ({"name": ..., "path": ...}; None: not literal)."""
-    out: dict[str, str | None] = {}
+def _flag_values(args: list, flags: dict[str, str]) -> dict[str, str]:
+    """The value each of ``flags`` (flag -> what it chooses) is given on a launch line, as ``--flag v`` or
+    ``--flag=v``; "" for a flag with no word after it. A later flag of the same choice wins."""
+    out: dict[str, str] = {}
     for i, a in enumerate(args):
         if not isinstance(a, str):
             continue
         flag, eq, value = a.partition("=")
-        if flag not in _CHOOSERS:
-            continue
-        if not eq:
-            value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else None
-        out[_CHOOSERS[flag]] = value if value and "$" not in value else None
+        if flag in flags:
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else ""
+            out[flags[flag]] = value
     return out
+
+
+def _chosen(args: list) -> dict[str, str | None]:
+    """The ``--config-name`` / ``--config-path`` a launch passes ({"name": ..., "path": ...}; None: not literal)."""
+    return {k: v if v and "$" not in v else None for k, v in _flag_values(args, _CHOOSERS).items()}
 
 
 def _search_dir(args: list) -> str | None:
     """The folder a launch adds to Hydra's search path (``--config-dir D`` / ``-cd D``): None without one, "" when
-    its value is not a literal word."""
-    for i, a in enumerate(args):
-        if not isinstance(a, str):
-            continue
-        flag, eq, value = a.partition("=")
-        if flag in ("--config-dir", "-cd"):
-            if not eq:
-                value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else ""
-            return value
-    return None
+    no word follows it."""
+    return _flag_values(args, {"--config-dir": "dir", "-cd": "dir"}).get("dir")
 
 
 def _yaml(name: str) -> str:
@@ -165,15 +162,7 @@ def program_config(args: list, bases: list[str], files: Iterable[str]) -> tuple[
     the likeliest (where the launcher is, where it cds to, the repository root); ``files`` the repository's YAML
     files. A folder written with a run-time part (``$ROOT/conf``, ``/workspace/proj/conf``) is the one folder of
     the repository that ends like its literal rest, if exactly one does."""
-    chosen: dict[str, str | None] = {}
-    for i, a in enumerate(args):
-        if not isinstance(a, str):
-            continue
-        flag, eq, value = a.partition("=")
-        if flag in _PROGRAM_CHOOSERS:
-            if not eq:
-                value = args[i + 1] if i + 1 < len(args) and isinstance(args[i + 1], str) else ""
-            chosen[_PROGRAM_CHOOSERS[flag]] = value
+    chosen = _flag_values(args, _PROGRAM_CHOOSERS)
     name, folder = chosen.get("name"), chosen.get("dir")
     if not name:
         return None, "no --config-name: it composes the program's own config"

@@ -251,12 +251,17 @@ def _cwd_bases(cwd: dict | None, launcher_path: str) -> list[str]:
     return [b if b != "." else "" for b in bases if not b.startswith("..")]
 
 
+def _import_roots(cwd: dict | None, launcher_path: str) -> list[str]:
+    """Where ``python -m pkg.mod`` finds its module: the folder a `cd` leads to, the launcher's folder, the root,
+    or a src/ layout's package root."""
+    return _cwd_bases(cwd, launcher_path) + [posixpath.dirname(launcher_path), "", "src"]
+
+
 def _resolve_script(script: str | None, launcher_path: str, repo: Repo, module: str | None = None,
                     cwd: dict | None = None) -> str | None:
     first = _cwd_bases(cwd, launcher_path)
     if module:
-        # python -m pkg.mod from the launcher's folder, the root, or a src/ layout's package root
-        for base in first + [posixpath.dirname(launcher_path), "", "src"]:
+        for base in _import_roots(cwd, launcher_path):
             for cand in _module_to_paths(module, base):
                 if cand in repo.kinds:
                     return cand
@@ -933,8 +938,8 @@ def _not_in_repository(fact: Fact, code_names: set[str], code_paths: frozenset[s
         if not found:
             return f"module {module} is not a file of the repository (in the image)"
         trainer = packaged.trainer_of_launch(v)
-        bases = _cwd_bases((fact.attrs or {}).get("cwd"), fact.loc.path) + [posixpath.dirname(fact.loc.path), "", "src"]
-        if trainer is not None and not any(posixpath.normpath(posixpath.join(b, c)) in found for b in bases for c in cands):
+        roots = _import_roots((fact.attrs or {}).get("cwd"), fact.loc.path)
+        if trainer is not None and not any(posixpath.normpath(posixpath.join(b, c)) in found for b in roots for c in cands):
             # a copy of the trainer vendored in a subfolder (llama_factory/src/llamafactory/...), installed from
             # there: its CLI runs that trainer, read by its documented config as an installed one is. A copy at
             # the import roots (the trainer's own repository or a fork) keeps its code.
@@ -1098,17 +1103,23 @@ def _attach_packaged(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_U
                                            "enabled": None, "undecided": f"the launch line sets {overrides[0]}"},
                              use.fact.loc, overrides[0].lstrip("-").split("=", 1)[0]))
         wl.unknown.append(f"precision: {use.fact.loc.short()} overrides {path} with {overrides[0]}")
-    wl.code_known, wl.launch_training = True, None
-    wl.code_files = [path]
-    wl.facts.append(Fact("trains", {"via": trainer.name}, own.loc, trainer.name))
+    _runs_as(wl, trainer, path, own.loc, f"{path} configures it")
     recipe = str(use.fact.value.get("module") or "")
     if trainer is packaged.TORCHTUNE and recipe.endswith("_distributed"):
         # torchtune's *_distributed recipes shard parameters, gradients and optimizer state with FSDP (full shard)
         wl.facts.append(Fact("sharding", {"via": "fsdp", "stage": 3, "offload": bool(own.value.get("cpu_offload"))}, own.loc,
                              recipe.rsplit(".", 1)[-1]))
-    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
-                      f"configures it ({trainer.docs})")
     return True
+
+
+def _runs_as(wl: Workload, trainer: "packaged.PackagedTrainer", code: str, at: Location, how: str) -> None:
+    """The workload's code is what configures the packaged trainer (its config file, or the launch line of its
+    flags), where its ``trains`` fact is placed: the checks that read training code read it."""
+    wl.code_known, wl.launch_training = True, None
+    wl.code_files = [code]
+    wl.facts.append(Fact("trains", {"via": trainer.name}, at, trainer.name))
+    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {how} "
+                      f"({trainer.docs})")
 
 
 def _attach_hydra_program(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_Use", args: list[str],
@@ -1116,10 +1127,8 @@ def _attach_hydra_program(wl: Workload, trainer: "packaged.PackagedTrainer", use
     """fairseq-hydra-train with a config of the repository (``--config-dir conf --config-name base``): its code is
     that config with the launch line's key overrides (``common.fp16=true``) merged over it (gpulint.link.hydra)."""
     launch = use.fact
-    yaml_files = [p for p, k in repo.kinds.items() if k == "yaml"]
-    here = posixpath.dirname(use.path)
-    bases = _cwd_bases(launch.attrs.get("cwd") if launch.attrs else None, use.path) + [here, ""]
-    path, why = hydra.program_config(args, list(dict.fromkeys(bases)), yaml_files)
+    bases = _cwd_bases((launch.attrs or {}).get("cwd"), use.path) + [posixpath.dirname(use.path), ""]
+    path, why = hydra.program_config(args, list(dict.fromkeys(bases)), repo.files_of_kind("yaml"))
     own = next((f for f in repo.of_kind(path, "config.packaged_trainer") if f.value.get("trainer") == trainer.name),
                None) if path else None
     if own is None:
@@ -1142,14 +1151,9 @@ def _attach_hydra_program(wl: Workload, trainer: "packaged.PackagedTrainer", use
         # may be set on the command line
         for i, f in enumerate(wl.facts):
             if f.kind == "precision" and f.loc.path == path and f.value.get("default"):
-                wl.facts[i] = replace(f, value={**f.value, "dtype": None, "enabled": None, "default": False,
-                                                "undecided": f"{launch.loc.short()} passes words that may expand to "
-                                                             "more overrides (common.fp16=true)"})
-    wl.code_known, wl.launch_training = True, None
-    wl.code_files = [path]
-    wl.facts.append(Fact("trains", {"via": trainer.name}, own.loc, trainer.name))
-    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as {path} "
-                      f"configures it ({trainer.docs})")
+                wl.facts[i] = packaged.left_open(f, f"{launch.loc.short()} passes words that may expand to more "
+                                                    "overrides (common.fp16=true)")
+    _runs_as(wl, trainer, path, own.loc, f"{path} configures it")
     return True
 
 
@@ -1166,11 +1170,7 @@ def _attach_flags(wl: Workload, trainer: "packaged.PackagedTrainer", use: "_Use"
     if not complete:
         wl.unknown.append(f"flags: {launch.loc.short()} passes words that may expand to more flags of {trainer.label} "
                           "(its precision is not read from the line)")
-    wl.code_known, wl.launch_training = True, None
-    wl.code_files = [launch.loc.path]
-    wl.facts.append(Fact("trains", {"via": trainer.name}, launch.loc, trainer.name))
-    wl.reasons.append(f"code: {trainer.label}'s trainer (a package, not a file of the repository) runs as the flags of "
-                      f"{launch.loc.short()} configure it ({trainer.docs})")
+    _runs_as(wl, trainer, launch.loc.path, launch.loc, f"the flags of {launch.loc.short()} configure it")
     return True
 
 

@@ -193,9 +193,14 @@ def flag_facts(args: list[str], trainer: PackagedTrainer, at: Location, complete
         for i, f in enumerate(out):
             if f.kind == "precision" and f.value.get("dtype") in ("fp32", None) and not f.value.get("undecided"):
                 # an fp32 default from flags the line may not show: unknown, not fp32
-                out[i] = replace(f, value={**f.value, "dtype": None, "enabled": None, "default": False,
-                                           "undecided": "the launch line passes words that may expand to more flags"})
+                out[i] = left_open(f, "the launch line passes words that may expand to more flags")
     return out
+
+
+def left_open(precision: Fact, why: str) -> Fact:
+    """A precision fact read from a trainer's defaults, made unknown: the launch line may set it in words gpulint
+    cannot read (``$EXTRA_ARGS``, ``"$@"``)."""
+    return replace(precision, value={**precision.value, "dtype": None, "enabled": None, "default": False, "undecided": why})
 
 
 def facts_of(d: dict, trainer: PackagedTrainer, loc) -> list[Fact]:
