@@ -302,8 +302,8 @@ register("compute.node_count", "compute", _TF(OPT_INT), "Nodes (instances, repli
 register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscaling group, node group or pool.", targeted=True)
 register("compute.gpu_only", "compute", STR,
          "Capacity that launches only GPU instances without naming one (a Karpenter NodePool requiring "
-         "instance-gpu-manufacturer, instance-gpu-count > 0, a GPU instance category or families): the requirement as "
-         "written. The device is a GPU; the machine is one of a candidate set, so nothing is priced.", targeted=True)
+         "instance-gpu-manufacturer, instance-gpu-count > 0, a GPU instance category or families; a NeMo-Run "
+         "SkypilotExecutor whose gpus= is decided at run time): the requirement as written. The device is a GPU; the machine is one of a candidate set, so nothing is priced.", targeted=True)
 register("compute.gpus_per_node", "compute", _TF(OPT_INT), "GPUs requested per node (a pod's nvidia.com/gpu, --gres=gpu:N).",
          targeted=True)
 register("compute.time_limit", "compute", _t("number"),

@@ -283,12 +283,12 @@ class Resolver:
                          f"config does not name")
         if accel:
             return GPU, f"accelerator {accel.get('type')} requested"
-        if source == "skypilot":
-            return CPU, "the SkyPilot task requests no accelerators"
         gpu_only = compute.first("compute.gpu_only")
         if gpu_only is not None:
             return GPU, (f"it launches only GPU instances ({gpu_only.value}, {gpu_only.loc.short()}); which one is "
                          f"not stated, so it is not priced")
+        if source == "skypilot":
+            return CPU, "the SkyPilot task requests no accelerators"
         return UNKNOWN, "no instance type, accelerator or GPU request decides it"
 
     def priced(self, rc: ResolvedCompute, pinned: str | None = None) -> ResolvedCompute:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from gpulint.core.model import Fact
 from gpulint.core.sources import Source
-from gpulint.read.python import (checkpoints, datasets, devices, distributed, imports, loaders, models, precision, sagemaker,
-                                 serving, training)
+from gpulint.read.python import (checkpoints, datasets, devices, distributed, imports, loaders, models, nemo_run, precision,
+                                 sagemaker, serving, training)
 from gpulint.read.python.common import Facts
 from gpulint.read.python.index import build_index
 
@@ -23,6 +23,7 @@ from gpulint.read.python.index import build_index
 ML_WORDS = (
     "torch", "transformers", "accelerate", "lightning", "deepspeed", "keras", "tensorflow",
     "jax", "flax", "ray.train", "ray.air", "sagemaker", "trl", "peft", "DataLoader", "vllm", "sglang", "litserve",
+    "nemo",
 )
 
 
@@ -40,6 +41,8 @@ PASSES = (
     models.models,             # model.*, grad_checkpointing, peft, quantized_load, optimizer
     sagemaker.estimators,      # compute.*, launch, env of SageMaker estimators
     sagemaker.model_trainers,  # ... and of SageMaker ModelTrainers
+    nemo_run.recipes,          # trains, uses_gpu, precision, checkpoint.* of NeMo 2 recipes a NeMo-Run script runs
+    nemo_run.executors,        # compute.*, launch, env of NeMo-Run executors
     serving.serving,           # serves
     datasets.toy_datasets,     # dataset
     datasets.dataset_classes,  # dataset_class

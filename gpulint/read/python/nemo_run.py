@@ -1,0 +1,389 @@
+"""NeMo 2 recipes and the NeMo-Run executors that run them: what a ``run.run(recipe, executor=...)`` script trains,
+in what precision, whether it checkpoints, and on which machines.
+
+- A recipe (``llm.llama3_8b.pretrain_recipe(...)``, ``finetune_recipe``) in a file that runs one (``run.run``,
+  ``Experiment.add``, ``run.cli.main``) trains on GPUs: ``trains``, ``uses_gpu`` (several where its
+  ``num_nodes`` x ``num_gpus_per_node`` say so), ``precision`` (the recipes' trainer takes ``bf16_mixed()``;
+  an assignment to ``recipe.trainer.plugins`` that gpulint reads decides instead, one it cannot read leaves it
+  undecided), ``checkpoint.save`` (``default_log``'s ModelCheckpoint, unless ``recipe.log.ckpt = None``) and
+  ``checkpoint.resume`` (``default_resume``'s AutoResume, or the fine-tuning recipes' restore, unless
+  ``recipe.resume = None``). NeMo's recipe sources (nemo/collections/llm/recipes/*.py, recipes/log/default.py).
+  The model's size and its Megatron parallelism are not modelled: the memory rules stay silent on recipes.
+- An executor is the job's machines, as a batch script's ``#SBATCH`` lines or a SkyPilot task are:
+  ``SlurmExecutor(nodes=, gpus_per_node=, gres=, partition=, time=)`` a Slurm allocation,
+  ``SkypilotExecutor(gpus=, gpus_per_node=, num_nodes=, cloud=, use_spot=)`` a SkyPilot task; their
+  ``env_vars`` (given, or assigned as ``executor.env_vars = {...}``) are the job's environment. Local and
+  Docker executors run on the machine at hand (no compute target of their own); DGX Cloud and Lepton name
+  no machine gpulint can price.
+- The run call that pairs a task with an executor is the ``launch`` of this file on that executor's target
+  (``run.Script(path)`` launches that script instead). Both are followed through a name bound to them and a
+  function of the module that builds exactly one of them; a name bound on several paths launches on each.
+"""
+from __future__ import annotations
+
+import ast
+import posixpath
+from typing import Any
+
+from gpulint.core.model import Fact
+from gpulint.read.python.common import Facts, norm
+from gpulint.read.python.index import UNKNOWN, Call, OneOf, dotted
+from gpulint.read.shell.slurm import job_gpus, slurm_hours
+
+_RECIPES = ("pretrain_recipe", "finetune_recipe", "pretrain_recipe_performance")
+_RUNS = frozenset({"nemo_run.run", "nemo_run.run.run", "nemo_run.submit"})
+_CLI_MAIN = frozenset({"nemo_run.cli.main", "nemo_run.cli.main.main"})
+_EXECUTORS = frozenset({"SlurmExecutor", "SkypilotExecutor", "SkypilotJobsExecutor", "LocalExecutor", "DockerExecutor",
+                        "DGXCloudExecutor", "LeptonExecutor"})
+#: executors on the machine at hand: the script is run there as by hand
+_LOCAL = frozenset({"LocalExecutor", "DockerExecutor"})
+_CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure"}
+#: NeMo's precision plugin factories (nemo/collections/llm/recipes/precision/mixed_precision.py) by the dtype they set
+_PLUGINS = {"bf16_mixed": "bf16", "fp16_mixed": "fp16", "bf16_with_fp8_mixed": "bf16", "fp16_with_fp8_mixed": "fp16",
+            "bf16_with_mxfp8_mixed": "bf16", "fp16_with_mxfp8_mixed": "fp16", "bf16_with_fp8_current_scaling_mixed": "bf16",
+            "bf16_with_fp8_subchannel_scaling_mixed": "bf16", "nemotron_h_bf16_with_fp8_current_scaling_mixed": "bf16"}
+
+
+def _recipe_name(q: str | None) -> bool:
+    return bool(q) and q.startswith("nemo.collections.") and q.rsplit(".", 1)[-1] in _RECIPES
+
+
+def _recipes_in(f: Facts):
+    """The predicate of a recipe call in this file: ``llm.llama3_8b.pretrain_recipe(...)``, and one made through
+    ``functools.partial(llm.llama3_8b.pretrain_recipe, num_nodes=n)(name=...)`` (the call of the partial)."""
+    def want(c: Call) -> bool:
+        return _recipe_name(c.qualname) or _partial_of(f, c) is not None
+    return want
+
+
+def _partial_of(f: Facts, c: Call) -> Call | None:
+    """The ``functools.partial(recipe, ...)`` call that `c` calls, when it wraps a recipe."""
+    if c.qualname is not None or c.node.func.__class__ is not ast.Call:
+        return None
+    inner = f.ix.call_at(c.node.func)
+    if inner is None or inner.qualname != "functools.partial" or not inner.node.args:
+        return None
+    return inner if _recipe_name(f.ev._resolve(dotted(inner.node.args[0]) or "")) else None
+
+
+def _rval(f: Facts, r: Call, kw: str) -> Any:
+    """A recipe's argument: given to the call, or bound in the partial it calls."""
+    inner = _partial_of(f, r)
+    return f.val(inner, kw) if not f.present(r, kw) and inner is not None else f.val(r, kw)
+
+
+def _recipe_label(f: Facts, r: Call) -> str:
+    inner = _partial_of(f, r)
+    return f.ev._resolve(dotted(inner.node.args[0]) or "") if inner is not None else (r.qualname or "")
+
+
+def _executor_class(c: Call) -> str | None:
+    q = c.qualname or ""
+    last = q.rsplit(".", 1)[-1]
+    return last if q.startswith("nemo_run.") and last in _EXECUTORS else None
+
+
+def _is_script(c: Call) -> bool:
+    q = c.qualname or ""
+    return q in ("nemo_run.Script", "nemo_run.config.Script")
+
+
+def _runs(f: Facts) -> list[tuple[Call, ast.expr | None, ast.expr | None]]:
+    """(run call, its task, its executor) of every call that runs a task: ``run.run(task, executor=ex)``,
+    ``exp.add(task, executor=ex)`` in a file that uses NeMo-Run, and ``run.cli.main(fn)``."""
+    out = []
+    uses_run = any((c.qualname or "").startswith("nemo_run.") for c in f.ix.calls)
+    # ``with run.Experiment(name, executor=ex) as exp: exp.add(task)``: the experiment's executor runs its tasks
+    experiments = [c for c in f.ix.calls if c.qualname in ("nemo_run.Experiment", "nemo_run.run.experiment.Experiment")
+                   and c.kwarg("executor") is not None]
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        if q in _RUNS or (uses_run and c.attr == "add" and c.receiver):
+            task = c.kwarg("task") or c.positional(0)
+            ex = c.kwarg("executor") if c.kwarg("executor") is not None else c.positional(1)
+            if ex is None and q not in _RUNS:
+                around = [e for e in experiments if e.scope == c.scope]
+                if len(around) != 1:
+                    continue  # some other object's add()
+                ex = around[0].kwarg("executor")
+            out.append((c, task, ex))
+        elif q in _CLI_MAIN:
+            out.append((c, c.kwarg("fn") or c.positional(0), c.kwarg("default_executor")))
+    return out
+
+
+def _built(f: Facts, node: ast.expr | None, scope: str, want, depth: int = 0) -> list[Call]:
+    """The calls `want` accepts that `node` evaluates to: the call itself, the call a name is bound to (each
+    binding), or the one such call a function of the module makes (``executor = slurm_executor(...)``)."""
+    if node is None or depth > 3:
+        return []
+    if node.__class__ is ast.Call:
+        c = f.ix.call_at(node)
+        if c is None:
+            return []
+        if want(c):
+            return [c]
+        if c.func in f.ix.top_functions:
+            inner = [o for o in f.ix.calls if o.scope == c.func and want(o)]
+            if len(inner) == 1:
+                return inner
+            returned = [o for o in f.ix.calls if o.scope == c.func and o.func in f.ix.top_functions and o.func != c.func]
+            found = [x for o in returned for x in _built(f, o.node, o.scope, want, depth + 1)]
+            return found if len({id(x) for x in found}) == 1 else []
+        return []
+    if node.__class__ is ast.IfExp:  # ``slurm_executor() if cluster else run.LocalExecutor()``: either
+        return [x for branch in (node.body, node.orelse) for x in _built(f, branch, scope, want, depth + 1)]
+    if node.__class__ is ast.Name:
+        out: list[Call] = []
+        for a in f.ix.bindings(node.id, scope, node) or []:
+            if isinstance(a.value, ast.expr):
+                out += [x for x in _built(f, a.value, a.scope, want, depth + 1) if x not in out]
+        return out
+    return []
+
+
+def _recipe_runs(f: Facts) -> list[Call]:
+    """The recipes the file runs (a run call's task, or a recipe of a file whose run call's task cannot be
+    followed: the recipe is what it runs)."""
+    runs = _runs(f)
+    if not runs:
+        return []
+    found: list[Call] = []
+    for c, task, _ in runs:
+        found += [r for r in _built(f, task, c.scope, _recipes_in(f)) if r not in found]
+    if not found:
+        found = [r for r in f.ix.calls if _recipes_in(f)(r)]
+    return found
+
+
+# -- recipes: training, precision, checkpoints --------------------------------------------------------
+def recipes(f: Facts) -> None:
+    recipes_run = _recipe_runs(f)
+    if not recipes_run:
+        return
+    plugins = _assigned(f, (".trainer.plugins", ".trainer.plugins.precision", ".trainer.precision"))
+    for r in recipes_run:
+        label = _recipe_label(f, r)
+        f.add("trains", {"via": "nemo2_recipe"}, r.node, label)
+        nodes, gpus = _count(f, r, "num_nodes"), _count(f, r, "num_gpus_per_node")
+        several = {"several": True} if (isinstance(nodes, int) and nodes > 1) or (isinstance(gpus, int) and gpus > 1) else {}
+        f.add("uses_gpu", {"via": "nemo2_recipe", **several}, r.node, label)
+        if not plugins:
+            f.add("precision", {"mechanism": "lightning", "dtype": "bf16", "enabled": True, "via": "nemo2_recipe bf16_mixed()"},
+                  r.node, label)
+        ckpt_off = any(_none(a.value) for a in _assigned(f, (".log.ckpt", ".log")))
+        if not ckpt_off:
+            d = norm(_rval(f, r, "dir"))
+            f.add("checkpoint.save", {"via": "nemo2_recipe", "dir": d if isinstance(d, str) else None}, r.node, label)
+        if not any(_none(a.value) for a in _assigned(f, (".resume",))):
+            how = "default_resume" if label.endswith("pretrain_recipe") else "AutoResume"
+            f.add("checkpoint.resume", {"via": f"nemo2_recipe {how}"}, r.node, label)
+    for a in plugins:
+        f.add("precision", _plugin_precision(f, a.value, a.scope), a.node, a.target)
+
+
+def _assigned(f: Facts, suffixes: tuple[str, ...]):
+    return [a for a in f.ix.assigns if "." in a.target and a.target.endswith(suffixes) and isinstance(a.value, ast.expr)]
+
+
+def _none(node: Any) -> bool:
+    return node.__class__ is ast.Constant and node.value is None
+
+
+def _count(f: Facts, c: Call, kw: str) -> int | None:
+    v = _rval(f, c, kw)
+    return v if type(v) is int else None
+
+
+def _plugin_precision(f: Facts, node: ast.expr, scope: str) -> dict:
+    """``recipe.trainer.plugins = bf16_mixed()`` / ``run.Config(MegatronMixedPrecision, precision="16-mixed")`` /
+    ``recipe.trainer.plugins.precision = "32"``: the precision it sets; undecided where it is not read."""
+    from gpulint.read.python.frameworks.lightning import precision_value
+
+    base = {"mechanism": "lightning", "via": "nemo2 recipe.trainer.plugins"}
+    if node.__class__ is ast.Call:
+        c = f.ix.call_at(node)
+        name = ((c.qualname or c.func) if c is not None else "").rsplit(".", 1)[-1]
+        if name in _PLUGINS:
+            return {**base, "dtype": _PLUGINS[name], "enabled": True}
+        if c is not None and name == "Config" and f.present(c, "precision"):
+            return {**precision_value(f.val(c, "precision")), **base}
+        return {**base, "dtype": None, "enabled": None}
+    return {**precision_value(f.ev.value(node, scope)), **base}
+
+
+# -- executors: compute, launch, env ------------------------------------------------------------------
+def executors(f: Facts) -> None:
+    targets: dict[int, str] = {}
+    used: set[str] = set()
+    for c in f.ix.calls:
+        cls = _executor_class(c)
+        if cls is None or cls in _LOCAL or cls not in ("SlurmExecutor", "SkypilotExecutor", "SkypilotJobsExecutor"):
+            continue
+        target, n = f"{cls}@{c.assigned_to or c.scope or 'executor'}", 2
+        while target in used:
+            target, n = f"{cls}@{c.assigned_to or c.scope or 'executor'}#{n}", n + 1
+        used.add(target)
+        targets[id(c.node)] = target
+        if cls == "SlurmExecutor":
+            _slurm(f, c, target)
+        else:
+            _skypilot(f, c, target)
+            _mounts(f, c, target)
+        _env(f, c, target)
+    if not targets:
+        return
+    me = posixpath.basename(f.src.path)
+    for run, task, ex in _runs(f):
+        for e in _built(f, ex, run.scope, lambda o: _executor_class(o) is not None):
+            target = targets.get(id(e.node))
+            if target is None:
+                continue  # a local executor: the script runs where it is started
+            _launch(f, run, task, e, target, me)
+
+
+def _add(f: Facts, c: Call, kind: str, value: Any, kw: str, target: str, **attrs: Any) -> None:
+    node = f.kwarg(c, kw) if kw else None
+    f.out.append(Fact(kind, value, f.src.node_loc(node if node is not None else c.node), kw or c.qualname, target, attrs))
+
+
+#: what a recipe's trainer attributes are set from: the quickstart's ``executor(nodes=recipe.trainer.num_nodes,
+#: devices=recipe.trainer.devices)`` sizes the job as the recipe is sized
+_RECIPE_SIZES = {"num_nodes": "num_nodes", "devices": "num_gpus_per_node"}
+
+
+def _val(f: Facts, c: Call, kw: str) -> Any:
+    """An executor argument's value, also where it is ``recipe.trainer.num_nodes`` / ``.devices`` (directly, or as
+    the argument every call of the executor's factory function passes for the parameter it names)."""
+    v = f.val(c, kw)
+    if v is not UNKNOWN:
+        return v
+    node = f.kwarg(c, kw)
+    found = [(node, c.scope)] if node is not None else []
+    if node.__class__ is ast.Name and node.id in f.ix.params.get(c.scope, ()):
+        found = f.ev._arguments(node.id, c.scope, 0) or []
+    values = {_recipe_size(f, n, at) for n, at in found}
+    return values.pop() if len(values) == 1 and None not in values else UNKNOWN
+
+
+def _recipe_size(f: Facts, node: ast.expr, scope: str) -> int | None:
+    parts = node.__class__ is ast.Attribute and (dotted(node) or "").split(".")
+    if not parts or len(parts) != 3 or parts[1] != "trainer" or parts[2] not in _RECIPE_SIZES:
+        return None
+    recipes = _built(f, ast.Name(id=parts[0], ctx=ast.Load(), lineno=node.lineno, col_offset=node.col_offset), scope, _recipes_in(f))
+    return _count(f, recipes[0], _RECIPE_SIZES[parts[2]]) if len(recipes) == 1 else None
+
+
+def _word(v: Any) -> str | None:
+    return v if isinstance(v, str) and v.strip() and "$" not in v else None
+
+
+def _slurm(f: Facts, c: Call, target: str) -> None:
+    part = _word(norm(f.val(c, "partition")))
+    _add(f, c, "compute.target", {"source": "slurm", "provider": None, "resource": target, "role": None, "partition": part},
+         "", target, via="nemo_run")
+    opts: dict[str, str] = {}
+    for kw in ("gpus_per_node", "gres", "gpus_per_task", "nodes", "ntasks_per_node"):
+        v = _val(f, c, kw) if f.present(c, kw) else None
+        if type(v) is int or isinstance(v, str):
+            opts[kw] = str(v)
+        elif f.present(c, kw) and kw != "nodes" and not (v is None or _none(f.kwarg(c, kw))):
+            opts[kw] = "?"  # asked for, by a value not known here: the count is unknown
+    got = job_gpus({k: v for k, v in opts.items()})
+    if got is not None:
+        count, kind, key = got
+        _add(f, c, "compute.gpus_per_node", count, key, target)
+        if kind:
+            _add(f, c, "compute.accelerator", {"type": kind, "count": count}, key, target)
+    nodes = _val(f, c, "nodes") if f.present(c, "nodes") else 1  # SlurmExecutor.nodes defaults to 1
+    _add(f, c, "compute.node_count", nodes if type(nodes) is int else None, "nodes", target)
+    hours = slurm_hours(str(norm(f.val(c, "time")))) if isinstance(norm(f.val(c, "time")), str) else None
+    if hours is not None:
+        _add(f, c, "compute.time_limit", hours, "time", target)
+
+
+def _skypilot(f: Facts, c: Call, target: str) -> None:
+    cloud = _word(norm(f.val(c, "cloud")))
+    attrs = {"via": "nemo_run", **({"infra": cloud} if cloud else {})}
+    _add(f, c, "compute.target", {"source": "skypilot", "provider": _CLOUDS.get((cloud or "").lower()), "resource": target,
+                                  "role": None}, "", target, **attrs)
+    gpus = norm(f.val(c, "gpus"))
+    per = _val(f, c, "gpus_per_node") if f.present(c, "gpus_per_node") else None
+    if f.present(c, "gpus") and not _word(gpus) and not _none(f.kwarg(c, "gpus")):
+        # ``gpus=args.gpu_type``: GPUs of a type chosen at run time (SkyPilot would otherwise start a CPU node)
+        _add(f, c, "compute.gpu_only", f"gpus={ast.unparse(f.kwarg(c, 'gpus'))}", "gpus", target)
+    if _word(gpus):
+        name, _, num = gpus.partition(":")
+        if num.isdigit():
+            count = int(num)
+        elif f.present(c, "gpus_per_node"):
+            count = per if type(per) is int else None
+        else:
+            count = 1  # SkypilotExecutor asks for one GPU of the type per node when gpus_per_node is not given
+        _add(f, c, "compute.accelerator", {"type": name.strip(), "count": count}, "gpus", target)
+        _add(f, c, "compute.gpus_per_node", count, "gpus_per_node" if f.present(c, "gpus_per_node") else "gpus", target)
+    nodes = _val(f, c, "num_nodes") if f.present(c, "num_nodes") else 1
+    _add(f, c, "compute.node_count", nodes if type(nodes) is int else None, "num_nodes", target)
+    spot = f.val(c, "use_spot")
+    if isinstance(spot, bool):
+        _add(f, c, "compute.capacity", "spot" if spot else "on-demand", "use_spot", target)
+
+
+_BUCKET = ("s3://", "gs://", "r2://", "cos://", "oci://", "az://", "https://")
+
+
+def _mounts(f: Facts, c: Call, target: str) -> None:
+    """What persists past the node: ``file_mounts`` buckets (as SkyPilot's own ``file_mounts``), and a mount that is
+    not read (``executor.file_mounts = mounts``, a Kubernetes volume in ``cluster_config_overrides``) as a mount of
+    unknown path, so that no rule calls the node's disk the only place checkpoints go."""
+    given = f.val(c, "file_mounts") if f.present(c, "file_mounts") else {}
+    unread = not isinstance(given, dict) or f.present(c, "cluster_config_overrides") or f.present(c, "storage_mounts") or \
+        any(a.target in (f"{c.assigned_to}.file_mounts", f"{c.assigned_to}.storage_mounts") for a in f.ix.assigns if c.assigned_to)
+    for path, spec in (given.items() if isinstance(given, dict) else ()):
+        bucket = spec.get("name") or spec.get("source") if isinstance(spec, dict) else spec
+        if isinstance(path, str) and isinstance(bucket, str) and (isinstance(spec, dict) or bucket.startswith(_BUCKET)):
+            mode = spec.get("mode") if isinstance(spec, dict) and isinstance(spec.get("mode"), str) else \
+                "MOUNT" if isinstance(spec, dict) else "COPY"
+            _add(f, c, "storage.mount", {"path": path, "bucket": bucket, "mode": mode.upper()}, "file_mounts", target)
+    if unread:
+        _add(f, c, "storage.mount", {"path": None, "bucket": None, "mode": None}, "file_mounts", target)
+
+
+def _env(f: Facts, c: Call, target: str) -> None:
+    """``env_vars={...}`` of the executor, and ``executor.env_vars = {...}`` assigned to the name it is bound to."""
+    tables = []
+    v = f.val(c, "env_vars")
+    if isinstance(v, dict):
+        tables.append((v, f.kwarg(c, "env_vars")))
+    if c.assigned_to:
+        for a in f.ix.assigns:
+            if a.target == f"{c.assigned_to}.env_vars" and a.scope == c.scope and isinstance(a.value, ast.expr):
+                val = f.ev.value(a.value, a.scope)
+                if isinstance(val, dict):
+                    tables.append((val, a.value))
+    for table, node in tables:
+        for k, val in table.items():
+            if isinstance(k, str) and not isinstance(val, (dict, list, OneOf)) and val is not UNKNOWN:
+                f.out.append(Fact("env", {"name": k, "value": None if val is None else str(val)},
+                                  f.src.node_loc(node if node is not None else c.node), "env_vars", target, {}))
+
+
+def _launch(f: Facts, run: Call, task: ast.expr | None, executor: Call, target: str, me: str) -> None:
+    scripts = _built(f, task, run.scope, _is_script)
+    procs = None
+    if scripts:
+        path = _word(norm(f.val(scripts[0], "path", 0)))
+        if path is None or len(scripts) > 1:
+            return  # an inline script or one chosen at run time: what it runs is not read
+        script = path
+    else:
+        script = me  # the task (a recipe, a run.Partial of a function) runs this file's code on the executor
+        recipes = _built(f, task, run.scope, _recipes_in(f))
+        if len(recipes) == 1:
+            procs = _count(f, recipes[0], "num_gpus_per_node")
+    nodes = _val(f, executor, "nodes" if _executor_class(executor) == "SlurmExecutor" else "num_nodes")
+    value = {"tool": "nemo_run", "script": script, "module": None, "args": [], "nnodes": nodes if type(nodes) is int else None,
+             "nproc_per_node": procs, "mixed_precision": None, "config_file": None, "deepspeed_config": None,
+             "num_machines": None, "num_processes": None, "wrapper": None}
+    f.out.append(Fact("launch", value, f.src.node_loc(run.node), run.qualname or run.attr, target,
+                      {"via": _executor_class(executor)}))

@@ -1,0 +1,247 @@
+"""NeMo 2 recipes and NeMo-Run executors (gpulint.read.python.nemo_run): a recipe a script runs trains in the
+recipe's bf16 and checkpoints unless the script says otherwise; an executor is the job's machines and the run call
+that pairs them is its launch. Cases that must fire and must not, end to end through the scan; the fixture
+repository nemo-run-recipes through the CLI."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from helpers import AT, cli_scan, codes, only_workload
+from gpulint.testing import scan_files
+
+RECIPE = """\
+import nemo_run as run
+from nemo.collections import llm
+{imports}
+
+def configure_recipe(nodes: int = {nodes}, gpus_per_node: int = {gpus}):
+    recipe = llm.llama3_8b.pretrain_recipe(dir="/checkpoints/l3", name="l3", num_nodes=nodes,
+                                           num_gpus_per_node=gpus_per_node)
+{overrides}
+    return recipe
+
+
+def executor(nodes: int, devices: int):
+    return run.SkypilotExecutor(gpus="{gpu}", gpus_per_node={per_node}, num_nodes=nodes, cloud="aws", use_spot={spot}{extra})
+
+
+if __name__ == "__main__":
+    recipe = configure_recipe()
+    run.run(recipe, executor=executor(nodes=recipe.trainer.num_nodes, devices=recipe.trainer.devices))
+"""
+
+
+def _recipe(overrides: str = "", imports: str = "", nodes: int = 1, gpus: int = 8, gpu: str = "A100-80GB",
+            per_node: str = "devices", spot: bool = False, extra: str = "") -> dict[str, str]:
+    return {"launch/pretrain.py": RECIPE.format(overrides=overrides, imports=imports, nodes=nodes, gpus=gpus, gpu=gpu,
+                                                per_node=per_node, spot=spot, extra=extra)}
+
+
+LOOP = """\
+import nemo_run as run
+import torch
+
+
+def train(epochs: int = 30):
+    model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)).cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    loader = torch.utils.data.DataLoader(torch.load("/data/features.pt"), batch_size=64, num_workers=4)
+    for x, y in (b for _ in range(epochs) for b in loader):
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+{save}
+
+if __name__ == "__main__":
+    {executor}
+    run.run(run.Partial(train), executor=ex)
+"""
+
+
+def _loop(executor: str, save: str = "") -> dict[str, str]:
+    return {"train.py": LOOP.format(executor=executor, save=save)}
+
+
+# ---------------------------------------------------------------- recipes
+
+def test_a_recipe_run_on_an_executor_is_a_bf16_training_workload_that_checkpoints_on_the_executor_s_machines():
+    wl = only_workload(scan_files(_recipe(nodes=2)))
+    assert wl["role"] == "training"
+    assert wl["compute"]["instance"] == "p4de.24xlarge" and wl["compute"]["nodes"] == 2
+    assert wl["resolved"]["precision"]["mixed"] is True and wl["resolved"]["precision"]["dtypes"] == ["bf16"]
+    [launch] = wl["launchers"]
+    assert launch["value"]["tool"] == "nemo_run" and launch["value"]["nproc_per_node"] == 8
+
+
+def test_a_recipe_on_spot_saves_and_resumes_so_no_spot001_or_spot002():
+    files = _recipe(spot=True, extra=', file_mounts={"/checkpoints": {"name": "ckpts", "mode": "MOUNT"}}')
+    assert codes(files, "SPOT") == []
+
+
+def test_on_spot_a_recipe_whose_checkpoint_folder_is_the_node_s_disk_is_spot004():
+    assert codes(_recipe(spot=True), "SPOT", fields=AT) == [("SPOT004", "launch/pretrain.py", 6)]
+
+
+def test_file_mounts_gpulint_cannot_read_keep_spot004_silent():
+    files = _recipe(spot=True, extra=", file_mounts=MOUNTS")
+    assert codes(files, "SPOT") == []
+
+
+def test_a_recipe_whose_checkpointing_is_switched_off_on_spot_is_spot001():
+    files = _recipe(spot=True, overrides="    recipe.log.ckpt = None\n")
+    assert codes(files, "SPOT", fields=AT) == [("SPOT001", "launch/pretrain.py", 6)]
+
+
+@pytest.mark.parametrize("override,imports,dtypes,mixed", [
+    ("    recipe.trainer.plugins = fp16_mixed()\n",
+     "from nemo.collections.llm.recipes.precision.mixed_precision import fp16_mixed", ["fp16"], True),
+    ('    recipe.trainer.plugins = run.Config(nl.MegatronMixedPrecision, precision="32")\n',
+     "from nemo import lightning as nl", [], False),
+    ("    recipe.trainer.plugins = make_plugins()\n", "from mylib import make_plugins", [], None),
+])
+def test_an_assignment_to_the_trainer_s_plugins_decides_the_precision(override, imports, dtypes, mixed):
+    wl = only_workload(scan_files(_recipe(overrides=override, imports=imports)))
+    got = wl["resolved"]["precision"]
+    assert got["mixed"] is mixed and [d for d in got["dtypes"] if d != "fp32"] == dtypes
+
+
+def test_fp32_set_on_a_recipe_is_amp001_at_the_assignment():
+    files = _recipe(overrides='    recipe.trainer.plugins = run.Config(nl.MegatronMixedPrecision, precision="32")\n',
+                    imports="from nemo import lightning as nl")
+    assert codes(files, "AMP001", fields=AT) == [("AMP001", "launch/pretrain.py", 8)]
+
+
+def test_a_plugin_gpulint_cannot_read_leaves_precision_undecided_and_amp_silent():
+    files = _recipe(overrides="    recipe.trainer.plugins = make_plugins()\n", imports="from mylib import make_plugins")
+    assert codes(files, "AMP") == []
+
+
+def test_fp16_on_an_a100_recipe_is_amp003():
+    files = _recipe(overrides="    recipe.trainer.plugins = fp16_mixed()\n",
+                    imports="from nemo.collections.llm.recipes.precision.mixed_precision import fp16_mixed")
+    assert codes(files, "AMP", fields=AT) == [("AMP003", "launch/pretrain.py", 8)]
+
+
+def test_the_recipe_s_bf16_on_a_t4_is_amp004():
+    assert codes(_recipe(gpu="T4", per_node="4"), "AMP004", fields=AT) == [("AMP004", "launch/pretrain.py", 6)]
+
+
+def test_a_recipe_using_fewer_gpus_than_its_executor_holds_leaves_them_idle():
+    """The gres-vs-devices mistake: the executor rents 8 GPUs a node, the recipe's trainer starts 2 processes."""
+    files = _recipe(gpus=2, per_node="8")
+    [f] = [f for f in scan_files(files).findings if f.code == "MEM004"]
+    assert (f.loc.path, f.loc.line) == ("launch/pretrain.py", 18)
+    assert "6 of 8 GPUs are billed and idle" in f.message
+
+
+def test_a_recipe_that_is_only_built_and_never_run_is_no_workload():
+    files = {"recipes/llama.py": "from nemo.collections import llm\n\n\ndef recipe():\n"
+                                 "    return llm.llama3_8b.pretrain_recipe(name='x')\n"}
+    assert scan_files(files).workloads == []
+
+
+# ---------------------------------------------------------------- executors
+
+def test_a_plain_function_sent_to_a_spot_gpu_without_a_checkpoint_is_spot001_and_its_fp32_loop_amp001():
+    files = _loop('ex = run.SkypilotExecutor(gpus="L4", cloud="gcp", use_spot=True)')
+    assert codes(files, ("SPOT", "AMP001"), fields=AT, sort=True) == [("AMP001", "train.py", 12), ("SPOT001", "train.py", 12)]
+    wl = only_workload(scan_files(files))
+    assert wl["compute"]["instance"] == "g2-standard-4" and wl["compute"]["capacity"] == "spot"
+
+
+def test_the_same_function_that_saves_and_resumes_is_silent_on_spot():
+    save = ("    torch.save(model.state_dict(), '/ckpt/last.pt')\n\n\ndef resume(model):\n"
+            "    model.load_state_dict(torch.load('/ckpt/last.pt'))\n")
+    files = _loop('ex = run.SkypilotExecutor(gpus="L4", cloud="gcp", use_spot=True, file_mounts={"/ckpt": "gs://b/ck"})', save)
+    assert [c for c in codes(files, "SPOT") if c != "SPOT004"] == []
+
+
+def test_a_local_executor_names_no_machine():
+    wl = only_workload(scan_files(_loop('ex = run.LocalExecutor(ntasks_per_node=1)')))
+    assert wl["compute"] is None and not wl["launchers"]
+
+
+def test_a_skypilot_executor_on_kubernetes_is_not_priced_as_a_cloud_machine():
+    wl = only_workload(scan_files(_loop('ex = run.SkypilotExecutor(gpus="H100", gpus_per_node=8, cloud="kubernetes")')))
+    assert wl["compute"]["instance"] is None
+
+
+@pytest.mark.parametrize("kwargs,gpn,nodes", [
+    ('partition="gpu", nodes=2, gpus_per_node=8, ntasks_per_node=8', 8, 2),
+    ('partition="gpu", nodes=4, gres="gpu:h100:8", ntasks_per_node=8', 8, 4),
+    ('partition="gpu", ntasks_per_node=1', None, 1),
+])
+def test_a_slurm_executor_is_a_slurm_allocation(kwargs, gpn, nodes):
+    wl = only_workload(scan_files(_loop(f"ex = run.SlurmExecutor(account='a', {kwargs})")))
+    c = wl["compute"]
+    assert c["source"] == "slurm" and c["gpus_per_node"] == gpn and c["nodes"] == nodes
+
+
+def test_a_choice_between_a_local_and_a_cluster_executor_launches_on_the_cluster_only():
+    text = LOOP.format(save="", executor="ex = run.SlurmExecutor(account='a', nodes=1, gpus_per_node=8) if CLUSTER "
+                                         "else run.LocalExecutor()")
+    wl = only_workload(scan_files({"train.py": text}))
+    assert wl["compute"]["source"] == "slurm" and len(wl["launchers"]) == 1
+
+
+def test_env_vars_of_an_executor_are_the_job_s_environment():
+    files = _recipe(extra=', env_vars={"NCCL_P2P_DISABLE": "1"}')
+    assert ("NET002", "launch/pretrain.py", 13) in codes(files, "NET", fields=AT)
+
+
+def test_run_script_launches_that_script_on_the_executor():
+    files = {"train.py": LOOP.format(save="", executor="pass").split("\nif __name__")[0] + "\n",
+             "submit.py": "import nemo_run as run\n\nex = run.SkypilotExecutor(gpus='L4', cloud='gcp', use_spot=True)\n"
+                          "run.run(run.Script(path='train.py'), executor=ex)\n"}
+    wl = only_workload(scan_files(files))
+    assert wl["entrypoint"] == "train.py" and wl["compute"]["capacity"] == "spot"
+
+
+# ---------------------------------------------------------------- the fixture repository, through the CLI
+
+def test_nemo_run_fixture_repository_end_to_end():
+    status, rows, report = cli_scan(FIXTURES / "nemo-run-recipes")
+    assert status == 1  # SPOT001 is an error
+    assert rows == [("AMP001", "launch/train_resnet_spot.py", 16), ("AMP005", "launch/train_resnet_spot.py", 16),
+                    ("NET002", "launch/pretrain_skypilot.py", 26), ("SPOT001", "launch/train_resnet_spot.py", 16)]
+    by_name = {w["name"]: w for w in report["workloads"]}
+    assert sorted(by_name) == ["launch/finetune_slurm.py", "launch/pretrain_skypilot.py", "launch/smoke_local.py",
+                               "launch/train_resnet_spot.py"]
+    machines = {n: (w["compute"] or {}).get("instance") for n, w in by_name.items()}
+    assert machines == {"launch/finetune_slurm.py": None, "launch/pretrain_skypilot.py": "p4de.24xlarge",
+                        "launch/smoke_local.py": None, "launch/train_resnet_spot.py": "g2-standard-4"}
+    slurm = by_name["launch/finetune_slurm.py"]["compute"]
+    assert slurm["source"] == "slurm" and slurm["gpus_per_node"] == 8
+    assert by_name["launch/finetune_slurm.py"]["resolved"]["precision"]["dtypes"] == ["fp16"]
+
+
+def test_a_recipe_made_through_functools_partial_is_read_with_the_partial_s_arguments():
+    text = ("import functools\nimport nemo_run as run\nfrom nemo.collections import llm\n\n"
+            "ex = run.SkypilotExecutor(gpus='A100-80GB', gpus_per_node=8, num_nodes=2, cloud='aws')\n"
+            "recipe = functools.partial(llm.llama31_8b.pretrain_recipe, num_nodes=2, num_gpus_per_node=4)(name='p', dir='/ck')\n"
+            "run.run(recipe, executor=ex)\n")
+    wl = only_workload(scan_files({"pretrain.py": text}))
+    assert wl["role"] == "training" and wl["resolved"]["precision"]["dtypes"] == ["bf16"]
+    assert wl["launchers"][0]["value"]["nproc_per_node"] == 4
+    assert codes({"pretrain.py": text}, "MEM004") == ["MEM004"]  # 4 processes on 8-GPU nodes
+
+
+def test_an_experiment_s_own_executor_runs_the_tasks_added_without_one():
+    text = ("import nemo_run as run\nfrom nemo.collections import llm\n\n"
+            "if __name__ == '__main__':\n"
+            "    recipe = llm.llama3_8b.pretrain_recipe(name='p', num_gpus_per_node=8)\n"
+            "    ex = run.SkypilotExecutor(gpus='H100', gpus_per_node=8, cloud='aws', use_spot=True)\n"
+            "    with run.Experiment('p', executor=ex) as exp:\n"
+            "        exp.add(recipe)\n"
+            "        exp.run()\n")
+    wl = only_workload(scan_files({"pretrain.py": text}))
+    assert wl["compute"]["gpu_model"].startswith("H100") and wl["compute"]["capacity"] == "spot"
+
+
+def test_a_gpu_type_chosen_at_run_time_is_gpu_compute_left_unpriced_not_a_cpu_node():
+    files = _recipe(gpu="{GPU}").copy()
+    files["launch/pretrain.py"] = files["launch/pretrain.py"].replace('gpus="{GPU}"', "gpus=GPU_TYPE")
+    c = only_workload(scan_files(files))["compute"]
+    assert c["device"] == "gpu" and c["instance"] is None and c.get("usd_per_hour") is None
