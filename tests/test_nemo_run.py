@@ -32,6 +32,10 @@ if __name__ == "__main__":
 """
 
 
+#: the imports of a NeMo-Run script that runs a recipe
+HEAD = "import nemo_run as run\nfrom nemo.collections import llm\n\n"
+
+
 def _recipe(overrides: str = "", imports: str = "", nodes: int = 1, gpus: int = 8, gpu: str = "A100-80GB",
             per_node: str = "devices", spot: bool = False, extra: str = "") -> dict[str, str]:
     return {"launch/pretrain.py": RECIPE.format(overrides=overrides, imports=imports, nodes=nodes, gpus=gpus, gpu=gpu,
@@ -229,7 +233,7 @@ def test_a_recipe_made_through_functools_partial_is_read_with_the_partial_s_argu
 
 
 def test_an_experiment_s_own_executor_runs_the_tasks_added_without_one():
-    text = ("import nemo_run as run\nfrom nemo.collections import llm\n\n"
+    text = (HEAD +
             "if __name__ == '__main__':\n"
             "    recipe = llm.llama3_8b.pretrain_recipe(name='p', num_gpus_per_node=8)\n"
             "    ex = run.SkypilotExecutor(gpus='H100', gpus_per_node=8, cloud='aws', use_spot=True)\n"
@@ -245,3 +249,67 @@ def test_a_gpu_type_chosen_at_run_time_is_gpu_compute_left_unpriced_not_a_cpu_no
     files["launch/pretrain.py"] = files["launch/pretrain.py"].replace('gpus="{GPU}"', "gpus=GPU_TYPE")
     c = only_workload(scan_files(files))["compute"]
     assert c["device"] == "gpu" and c["instance"] is None and c.get("usd_per_hour") is None
+
+
+def test_a_recipe_handed_to_a_helper_gpulint_cannot_read_has_an_undecided_precision_and_switched_off_checkpoints_stay_off():
+    text = ("import nemo_run as run\nfrom nemo.collections import llm\nfrom scripts.performance.helpers import set_perf\n\n"
+            "def recipe():\n    r = llm.llama31_70b.pretrain_recipe(performance_mode=True)\n"
+            "    r = set_perf(r, compute_dtype='fp8')\n    r.trainer.enable_checkpointing = False\n    return r\n\n"
+            "if __name__ == '__main__':\n    run.cli.main(llm.pretrain, default_factory=recipe)\n")
+    wl = only_workload(scan_files({"pretrain.py": text}))
+    assert wl["resolved"]["precision"]["mixed"] is None
+    assert any("handed to set_perf" in u for u in wl["unknown"])
+    assert wl["resolved"]["checkpoint"]["saves"] == []
+
+
+def test_a_recipe_called_on_a_model_module_bound_to_a_name_is_a_recipe():
+    text = (HEAD +
+            "if __name__ == '__main__':\n"
+            "    model = llm.llama31_70b if BIG else llm.llama31_8b\n"
+            "    recipe = model.pretrain_recipe(name='p', num_nodes=1, num_gpus_per_node=8)\n"
+            "    run.run(recipe, executor=run.SlurmExecutor(account='a', nodes=1, gpus_per_node=8))\n")
+    wl = only_workload(scan_files({"pretrain.py": text}))
+    assert wl["role"] == "training" and wl["compute"]["source"] == "slurm"
+    assert wl["facts"][0]["key"] == "nemo.collections.llm.llama31_70b.pretrain_recipe"
+
+
+def test_a_method_named_like_a_recipe_on_another_object_is_not_one():
+    text = ("import nemo_run as run\nfrom mylib import zoo\n\n"
+            "if __name__ == '__main__':\n    model = zoo.llama\n    recipe = model.pretrain_recipe(name='p')\n"
+            "    run.run(recipe, executor=run.LocalExecutor())\n")
+    assert scan_files({"pretrain.py": text}).workloads == []
+
+
+def test_a_factory_that_builds_a_cluster_or_a_local_executor_launches_on_the_cluster_one():
+    text = (HEAD +
+            "def executor(args):\n    if args.cluster:\n"
+            "        ex = run.SlurmExecutor(account='a', nodes=2, gpus_per_node=8, ntasks_per_node=8)\n"
+            "    else:\n        ex = run.LocalExecutor(ntasks_per_node=8, launcher='torchrun')\n    return ex\n\n"
+            "def main(args):\n    recipe = llm.llama3_8b.pretrain_recipe(name='p', num_nodes=2, num_gpus_per_node=8)\n"
+            "    with run.Experiment('p') as exp:\n        exp.add(recipe, executor=executor(args))\n        exp.run()\n")
+    wl = only_workload(scan_files({"pretrain.py": text}))
+    assert wl["compute"]["source"] == "slurm" and wl["compute"]["nodes"] == 2
+
+
+def test_an_executor_sized_by_flags_takes_their_defaults():
+    text = ("import argparse\nimport nemo_run as run\nfrom nemo.collections import llm\n\n"
+            "p = argparse.ArgumentParser()\np.add_argument('-N', '--num_nodes', type=int, default=2)\n"
+            "p.add_argument('-G', '--num_gpus', type=int, default=8)\np.add_argument('--gpu', default='H100')\n"
+            "args = p.parse_args()\n"
+            "recipe = llm.llama3_8b.pretrain_recipe(name='p', num_nodes=args.num_nodes, num_gpus_per_node=args.num_gpus)\n"
+            "ex = run.SkypilotExecutor(gpus=args.gpu, gpus_per_node=args.num_gpus, num_nodes=args.num_nodes, cloud='aws')\n"
+            "run.run(recipe, executor=ex)\n")
+    c = only_workload(scan_files({"pretrain.py": text}))["compute"]
+    assert c["gpu_model"].startswith("H100") and c["nodes"] == 2 and c["gpus_per_node"] == 8
+
+
+def test_flags_parsed_from_a_parser_a_function_builds_are_read_as_flags():
+    from gpulint.read.python.index import Evaluator, build_index
+    import ast
+    text = ("import argparse\n\ndef get_parser():\n    p = argparse.ArgumentParser()\n"
+            "    p.add_argument('--gpu-devices', type=int, default=8)\n    return p\n\n"
+            "args = get_parser().parse_args()\nn = args.gpu_devices\n")
+    tree = ast.parse(text)
+    ix = build_index(tree, text)
+    value = Evaluator(ix).value(tree.body[-1].value, "")
+    assert value["cli_arg"] == "--gpu-devices" and value["default"] == 8

@@ -1126,7 +1126,8 @@ class Evaluator:
                 return self._from_cli(attr)
             if v.__class__ is ast.Call:
                 callee = dotted(v.func) or ""
-                last = callee.split(".")[-1]
+                # ``get_parser().parse_args()``: the method's name decides, whatever builds the parser
+                last = callee.split(".")[-1] if callee else (v.func.attr if v.func.__class__ is ast.Attribute else "")
                 if last in _PARSE_ARGS:
                     return self._from_cli(attr)
                 fields = self.ix.dataclass_fields.get(last)

@@ -25,6 +25,7 @@ import ast
 import posixpath
 from typing import Any
 
+from gpulint.core.facts import is_cli
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, norm
 from gpulint.read.python.index import UNKNOWN, Call, OneOf, dotted
@@ -52,8 +53,24 @@ def _recipes_in(f: Facts):
     """The predicate of a recipe call in this file: ``llm.llama3_8b.pretrain_recipe(...)``, and one made through
     ``functools.partial(llm.llama3_8b.pretrain_recipe, num_nodes=n)(name=...)`` (the call of the partial)."""
     def want(c: Call) -> bool:
-        return _recipe_name(c.qualname) or _partial_of(f, c) is not None
+        return _recipe_name(c.qualname) or _partial_of(f, c) is not None or _model_module(f, c) is not None
     return want
+
+
+def _model_module(f: Facts, c: Call) -> str | None:
+    """``model = llm.llama31_8b`` (or ``llm.a if big else llm.b``) then ``model.pretrain_recipe(...)``: the recipe of
+    a model module bound to a name; the first module's name when the binding is a choice."""
+    if c.qualname is not None or c.attr not in _RECIPES or not c.receiver.isidentifier():
+        return None
+    mods = []
+    for a in f.ix.bindings(c.receiver, c.scope, c.node) or []:
+        values = [a.value.body, a.value.orelse] if a.value.__class__ is ast.IfExp else [a.value]
+        for v in values:
+            q = f.ev._resolve(dotted(v) or "") if isinstance(v, ast.expr) else ""
+            if not q.startswith("nemo.collections."):
+                return None
+            mods.append(q)
+    return f"{mods[0]}.{c.attr}" if mods else None
 
 
 def _partial_of(f: Facts, c: Call) -> Call | None:
@@ -74,7 +91,9 @@ def _rval(f: Facts, r: Call, kw: str) -> Any:
 
 def _recipe_label(f: Facts, r: Call) -> str:
     inner = _partial_of(f, r)
-    return f.ev._resolve(dotted(inner.node.args[0]) or "") if inner is not None else (r.qualname or "")
+    if inner is not None:
+        return f.ev._resolve(dotted(inner.node.args[0]) or "")
+    return r.qualname or _model_module(f, r) or ""
 
 
 def _executor_class(c: Call) -> str | None:
@@ -114,7 +133,7 @@ def _runs(f: Facts) -> list[tuple[Call, ast.expr | None, ast.expr | None]]:
 
 def _built(f: Facts, node: ast.expr | None, scope: str, want, depth: int = 0) -> list[Call]:
     """The calls `want` accepts that `node` evaluates to: the call itself, the call a name is bound to (each
-    binding), or the one such call a function of the module makes (``executor = slurm_executor(...)``)."""
+    binding), or the ones a function of the module makes (``executor = slurm_executor(...)``)."""
     if node is None or depth > 3:
         return []
     if node.__class__ is ast.Call:
@@ -125,8 +144,8 @@ def _built(f: Facts, node: ast.expr | None, scope: str, want, depth: int = 0) ->
             return [c]
         if c.func in f.ix.top_functions:
             inner = [o for o in f.ix.calls if o.scope == c.func and want(o)]
-            if len(inner) == 1:
-                return inner
+            if inner:
+                return inner  # each construction the factory may return (``slurm if cluster else local``)
             returned = [o for o in f.ix.calls if o.scope == c.func and o.func in f.ix.top_functions and o.func != c.func]
             found = [x for o in returned for x in _built(f, o.node, o.scope, want, depth + 1)]
             return found if len({id(x) for x in found}) == 1 else []
@@ -168,18 +187,41 @@ def recipes(f: Facts) -> None:
         nodes, gpus = _count(f, r, "num_nodes"), _count(f, r, "num_gpus_per_node")
         several = {"several": True} if (isinstance(nodes, int) and nodes > 1) or (isinstance(gpus, int) and gpus > 1) else {}
         f.add("uses_gpu", {"via": "nemo2_recipe", **several}, r.node, label)
-        if not plugins:
+        helper = _handed_to(f, r)
+        if helper:
+            # ``set_primary_perf_configs(recipe, compute_dtype="fp8")``: a function gpulint does not read configures it
+            f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None,
+                                "undecided": f"the recipe is handed to {helper}, which may set its precision"}, r.node, label)
+        elif not plugins:
             f.add("precision", {"mechanism": "lightning", "dtype": "bf16", "enabled": True, "via": "nemo2_recipe bf16_mixed()"},
                   r.node, label)
-        ckpt_off = any(_none(a.value) for a in _assigned(f, (".log.ckpt", ".log")))
+        ckpt_off = any(_none(a.value) for a in _assigned(f, (".log.ckpt", ".log"))) or \
+            any(a.value.__class__ is ast.Constant and a.value.value is False for a in _assigned(f, (".trainer.enable_checkpointing",)))
         if not ckpt_off:
             d = norm(_rval(f, r, "dir"))
-            f.add("checkpoint.save", {"via": "nemo2_recipe", "dir": d if isinstance(d, str) else None}, r.node, label)
+            changed = {"may_change": f"the recipe is handed to {helper}"} if helper else {}
+            f.add("checkpoint.save", {"via": "nemo2_recipe", "dir": d if isinstance(d, str) else None, **changed}, r.node, label)
         if not any(_none(a.value) for a in _assigned(f, (".resume",))):
             how = "default_resume" if label.endswith("pretrain_recipe") else "AutoResume"
             f.add("checkpoint.resume", {"via": f"nemo2_recipe {how}"}, r.node, label)
     for a in plugins:
         f.add("precision", _plugin_precision(f, a.value, a.scope), a.node, a.target)
+
+
+def _handed_to(f: Facts, r: Call) -> str | None:
+    """The function outside this file and outside NeMo-Run that a name bound to recipe `r` is passed to, if any."""
+    want = _recipes_in(f)
+    for c in f.ix.calls:
+        q = c.qualname or ""
+        if c is r or c.func in f.ix.top_functions or q.startswith("nemo_run.") or q in _BUILTINS or c.attr in ("add", "run"):
+            continue
+        for a in [*c.node.args, *(kw.value for kw in c.node.keywords)]:
+            if a.__class__ is ast.Name and r in _built(f, a, c.scope, want):
+                return c.func
+    return None
+
+
+_BUILTINS = frozenset({"print", "len", "str", "repr", "isinstance", "getattr", "hasattr", "type", "id", "vars", "dir"})
 
 
 def _assigned(f: Facts, suffixes: tuple[str, ...]):
@@ -254,8 +296,12 @@ _RECIPE_SIZES = {"num_nodes": "num_nodes", "devices": "num_gpus_per_node"}
 
 def _val(f: Facts, c: Call, kw: str) -> Any:
     """An executor argument's value, also where it is ``recipe.trainer.num_nodes`` / ``.devices`` (directly, or as
-    the argument every call of the executor's factory function passes for the parameter it names)."""
+    the argument every call of the executor's factory function passes for the parameter it names). A flag's value
+    (``nodes=args.num_nodes``) is its default: the script is started by hand, and nothing in the repository passes
+    the flag (a launcher that does is not followed into the executor's arguments)."""
     v = f.val(c, kw)
+    if is_cli(v):
+        return v.get("default") if not v.get("default_unknown") and isinstance(v.get("default"), (int, str)) else UNKNOWN
     if v is not UNKNOWN:
         return v
     node = f.kwarg(c, kw)
@@ -279,7 +325,7 @@ def _word(v: Any) -> str | None:
 
 
 def _slurm(f: Facts, c: Call, target: str) -> None:
-    part = _word(norm(f.val(c, "partition")))
+    part = _word(norm(_val(f, c, "partition")))
     _add(f, c, "compute.target", {"source": "slurm", "provider": None, "resource": target, "role": None, "partition": part},
          "", target, via="nemo_run")
     opts: dict[str, str] = {}
@@ -297,17 +343,18 @@ def _slurm(f: Facts, c: Call, target: str) -> None:
             _add(f, c, "compute.accelerator", {"type": kind, "count": count}, key, target)
     nodes = _val(f, c, "nodes") if f.present(c, "nodes") else 1  # SlurmExecutor.nodes defaults to 1
     _add(f, c, "compute.node_count", nodes if type(nodes) is int else None, "nodes", target)
-    hours = slurm_hours(str(norm(f.val(c, "time")))) if isinstance(norm(f.val(c, "time")), str) else None
+    time = norm(_val(f, c, "time"))
+    hours = slurm_hours(time) if isinstance(time, str) else None
     if hours is not None:
         _add(f, c, "compute.time_limit", hours, "time", target)
 
 
 def _skypilot(f: Facts, c: Call, target: str) -> None:
-    cloud = _word(norm(f.val(c, "cloud")))
+    cloud = _word(norm(_val(f, c, "cloud")))
     attrs = {"via": "nemo_run", **({"infra": cloud} if cloud else {})}
     _add(f, c, "compute.target", {"source": "skypilot", "provider": _CLOUDS.get((cloud or "").lower()), "resource": target,
                                   "role": None}, "", target, **attrs)
-    gpus = norm(f.val(c, "gpus"))
+    gpus = norm(_val(f, c, "gpus"))
     per = _val(f, c, "gpus_per_node") if f.present(c, "gpus_per_node") else None
     if f.present(c, "gpus") and not _word(gpus) and not _none(f.kwarg(c, "gpus")):
         # ``gpus=args.gpu_type``: GPUs of a type chosen at run time (SkyPilot would otherwise start a CPU node)
@@ -324,7 +371,7 @@ def _skypilot(f: Facts, c: Call, target: str) -> None:
         _add(f, c, "compute.gpus_per_node", count, "gpus_per_node" if f.present(c, "gpus_per_node") else "gpus", target)
     nodes = _val(f, c, "num_nodes") if f.present(c, "num_nodes") else 1
     _add(f, c, "compute.node_count", nodes if type(nodes) is int else None, "num_nodes", target)
-    spot = f.val(c, "use_spot")
+    spot = _val(f, c, "use_spot")
     if isinstance(spot, bool):
         _add(f, c, "compute.capacity", "spot" if spot else "on-demand", "use_spot", target)
 
