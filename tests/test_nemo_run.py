@@ -313,3 +313,40 @@ def test_flags_parsed_from_a_parser_a_function_builds_are_read_as_flags():
     ix = build_index(tree, text)
     value = Evaluator(ix).value(tree.body[-1].value, "")
     assert value["cli_arg"] == "--gpu-devices" and value["default"] == 8
+
+
+TASK = HEAD + """\
+from nemo import lightning as nl
+from nemo.collections.llm.api import finetune
+from nemo.collections.llm.recipes.log.default import default_resume
+
+PRECISION = run.Config(nl.MegatronMixedPrecision, precision="32-true")
+
+def task():
+    return run.Partial(
+        finetune,
+        model=run.Config(llm.LlamaModel, config=run.Config(llm.Llama3Config8B)),
+        trainer=run.Config(nl.Trainer, devices=8, accelerator="gpu", strategy="ddp"{trainer}),
+        {resume}
+    )
+
+
+if __name__ == "__main__":
+    ex = run.SkypilotExecutor(gpus="A100-80GB", gpus_per_node=8, cloud="aws", use_spot=True,
+                              file_mounts={{"/ck": {{"name": "b", "mode": "MOUNT"}}}})
+    run.run(task(), executor=ex)
+"""
+
+
+@pytest.mark.parametrize("trainer,resume,want", [
+    ("", "resume=default_resume(),", []),  # no precision gpulint reads: undecided; Lightning saves, AutoResume resumes
+    (', plugins=run.Config(nl.MegatronMixedPrecision, precision="32")', "resume=default_resume(),", [("AMP001", 14)]),  # at the plugin that sets fp32
+    (', plugins=nl.MegatronMixedPrecision(precision="bf16-mixed")', "", [("SPOT002", 11)]),  # Lightning saves, nothing resumes
+    (', plugins=nl.MegatronMixedPrecision(precision="bf16-mixed"), enable_checkpointing=False', "", [("SPOT001", 11)]),
+    (", plugins=PRECISION", "resume=default_resume(),", [("AMP001", 14)]),  # the plugin bound to a name
+])
+def test_a_hand_built_nemo2_task_is_read_from_its_trainer_config_and_resume(trainer, resume, want):
+    files = {"finetune.py": TASK.format(trainer=trainer, resume=resume)}
+    got = [(c, line) for c, _, line in codes(files, ("AMP001", "SPOT"), fields=AT)]
+    assert got == want
+    assert only_workload(scan_files(files))["role"] == "training"

@@ -53,8 +53,22 @@ def _recipes_in(f: Facts):
     """The predicate of a recipe call in this file: ``llm.llama3_8b.pretrain_recipe(...)``, and one made through
     ``functools.partial(llm.llama3_8b.pretrain_recipe, num_nodes=n)(name=...)`` (the call of the partial)."""
     def want(c: Call) -> bool:
-        return _recipe_name(c.qualname) or _partial_of(f, c) is not None or _model_module(f, c) is not None
+        return _recipe_name(c.qualname) or _partial_of(f, c) is not None or _model_module(f, c) is not None or \
+            _api_task(f, c)
     return want
+
+
+#: NeMo 2's training entry points (nemo/collections/llm/api.py), which a hand-built task wraps
+_API = frozenset({"nemo.collections.llm.api.pretrain", "nemo.collections.llm.api.finetune", "nemo.collections.llm.api.train",
+                  "nemo.collections.llm.pretrain", "nemo.collections.llm.finetune", "nemo.collections.llm.train"})
+_PARTIAL = frozenset({"nemo_run.Partial", "nemo_run.config.Partial"})
+_CONFIG = frozenset({"nemo_run.Config", "nemo_run.config.Config"})
+_TRAINERS = frozenset({"nemo.lightning.Trainer", "nemo.lightning.pytorch.trainer.Trainer"})
+
+
+def _api_task(f: Facts, c: Call) -> bool:
+    """``run.Partial(llm.finetune, model=..., trainer=run.Config(nl.Trainer, ...), ...)``: a task built by hand."""
+    return c.qualname in _PARTIAL and bool(c.node.args) and f.ev._resolve(dotted(c.node.args[0]) or "") in _API
 
 
 def _model_module(f: Facts, c: Call) -> str | None:
@@ -182,6 +196,9 @@ def recipes(f: Facts) -> None:
         return
     plugins = _assigned(f, (".trainer.plugins", ".trainer.plugins.precision", ".trainer.precision"))
     for r in recipes_run:
+        if _api_task(f, r):
+            _hand_built(f, r)
+            continue
         label = _recipe_label(f, r)
         f.add("trains", {"via": "nemo2_recipe"}, r.node, label)
         nodes, gpus = _count(f, r, "num_nodes"), _count(f, r, "num_gpus_per_node")
@@ -206,6 +223,56 @@ def recipes(f: Facts) -> None:
             f.add("checkpoint.resume", {"via": f"nemo2_recipe {how}"}, r.node, label)
     for a in plugins:
         f.add("precision", _plugin_precision(f, a.value, a.scope), a.node, a.target)
+
+
+def _hand_built(f: Facts, task: Call) -> None:
+    """A hand-built task: it trains; its trainer config says where and in what precision (a ``plugins=`` or
+    ``precision=`` gpulint reads, a recipe module's trainer factory with its bf16_mixed(); otherwise undecided);
+    Lightning checkpoints unless the trainer switches them off; it resumes where its ``resume=`` says so."""
+    from gpulint.read.python.frameworks.lightning import precision_value
+
+    label = f.ev._resolve(dotted(task.node.args[0]) or "")
+    f.add("trains", {"via": "nemo2_task"}, task.node, label)
+    trainers = _built(f, f.kwarg(task, "trainer"), task.scope, lambda c: _trainer_config(f, c) is not None)
+    trainer = trainers[0] if len(trainers) == 1 else None
+    kind = _trainer_config(f, trainer) if trainer is not None else None
+    if trainer is None or _val(f, trainer, "accelerator") != "cpu":
+        several = trainer is not None and any(type(v) is int and v > 1 for v in
+                                              (_val(f, trainer, "devices"), _val(f, trainer, "num_nodes")))
+        f.add("uses_gpu", {"via": "nemo2_task", **({"several": True} if several else {})}, task.node, label)
+    if trainer is not None and f.present(trainer, "plugins"):
+        value = _plugin_precision(f, f.kwarg(trainer, "plugins"), trainer.scope)
+    elif trainer is not None and f.present(trainer, "precision"):
+        value = {**precision_value(f.val(trainer, "precision")), "via": "nemo2 trainer precision"}
+    elif kind == "recipe":
+        value = {"mechanism": "lightning", "dtype": "bf16", "enabled": True, "via": "nemo2 recipe trainer bf16_mixed()"}
+    else:
+        value = {"mechanism": "lightning", "dtype": None, "enabled": None,
+                 "undecided": "the task's trainer sets no precision plugin gpulint reads"}
+    f.add("precision", {**value, "mechanism": "lightning"}, trainer.node if trainer is not None and
+          (f.present(trainer, "plugins") or f.present(trainer, "precision")) else task.node, label)
+    if trainer is None or _val(f, trainer, "enable_checkpointing") is not False:
+        f.add("checkpoint.save", {"via": "nemo2_task", "dir": None}, task.node, label)
+    resume = f.kwarg(task, "resume")
+    if resume is not None and _resumes(f, resume, task.scope):
+        f.add("checkpoint.resume", {"via": "nemo2_task AutoResume"}, resume, label)
+
+
+def _trainer_config(f: Facts, c: Call) -> str | None:
+    """"trainer" for ``run.Config(nl.Trainer, ...)`` / ``nl.Trainer(...)``, "recipe" for a recipe module's trainer
+    factory (``llm.recipes.nemotron.nemotron_trainer(...)``, bf16_mixed() by default)."""
+    q = c.qualname or ""
+    if q in _TRAINERS or (q in _CONFIG and c.node.args and f.ev._resolve(dotted(c.node.args[0]) or "") in _TRAINERS):
+        return "trainer"
+    return "recipe" if q.startswith("nemo.collections.llm.recipes.") and q.endswith("trainer") else None
+
+
+def _resumes(f: Facts, node: ast.expr, scope: str) -> bool:
+    """``default_resume()`` or an AutoResume with ``resume_if_exists=True``."""
+    for c in _built(f, node, scope, lambda c: (c.qualname or "").endswith(("default_resume", "AutoResume", "Config"))):
+        if (c.qualname or "").endswith("default_resume") or _val(f, c, "resume_if_exists") is True:
+            return True
+    return False
 
 
 def _handed_to(f: Facts, r: Call) -> str | None:
@@ -243,12 +310,16 @@ def _plugin_precision(f: Facts, node: ast.expr, scope: str) -> dict:
     from gpulint.read.python.frameworks.lightning import precision_value
 
     base = {"mechanism": "lightning", "via": "nemo2 recipe.trainer.plugins"}
+    if node.__class__ is ast.Name:  # ``precision = run.Config(nl.MegatronMixedPrecision, ...)``, then ``plugins=precision``
+        bound = _built(f, node, scope, lambda c: True)
+        if len(bound) == 1:
+            node = bound[0].node
     if node.__class__ is ast.Call:
         c = f.ix.call_at(node)
         name = ((c.qualname or c.func) if c is not None else "").rsplit(".", 1)[-1]
         if name in _PLUGINS:
             return {**base, "dtype": _PLUGINS[name], "enabled": True}
-        if c is not None and name == "Config" and f.present(c, "precision"):
+        if c is not None and name in ("Config", "MegatronMixedPrecision") and f.present(c, "precision"):
             return {**precision_value(f.val(c, "precision")), **base}
         return {**base, "dtype": None, "enabled": None}
     return {**precision_value(f.ev.value(node, scope)), **base}
