@@ -647,7 +647,10 @@ class IdleGpus(Rule):
         node of its catalogue instance (or the GPUs its Kubernetes container requests there). A single ``python``
         process counts as using every GPU when the code uses ``DataParallel``/DDP/FSDP, HF Trainer,
         Lightning, DeepSpeed, Keras or Ray Train (its ``ScalingConfig`` starts the GPU workers), or loads a
-        HF model (``device_map="auto"`` may spread it), and tensor/pipeline-parallel arguments keep it silent.
+        HF model (``device_map="auto"`` may spread it), and tensor/pipeline-parallel arguments keep it silent;
+        a Lightning Trainer whose ``devices=`` is a literal count (every Trainer of the code agreeing) starts
+        that many, so ``Trainer(devices=2)`` on an 8-GPU node leaves six idle. A NeMo recipe's
+        ``num_gpus_per_node`` is its process count on its NeMo-Run executor.
         A job whose script is in its image (the code is unknown) is judged on a multi-process launcher's
         count alone (``torchrun --nproc_per_node 4`` on 8 GPUs); a single process of unseen code stays silent.
     Why it costs money:
@@ -668,7 +671,7 @@ class IdleGpus(Rule):
         the catalogue price with its region, date and source.
     Sources:
         torchrun documentation (``--nproc_per_node``, default 1); accelerate launch and DeepSpeed
-        launcher documentation; cloud per-instance billing (gpu-instances.yaml prices).
+        launcher documentation; Lightning's Trainer documentation (``devices``: the number of devices per node); cloud per-instance billing (gpu-instances.yaml prices).
     """
 
     code = "MEM004"
@@ -691,6 +694,12 @@ for x, y in loader:
     opt.step()
 """
     _TF = 'resource "aws_instance" "trainer" {\n  ami           = "ami-0123456789abcdef0"\n  instance_type = "p4d.24xlarge"\n}\n'
+    _LIGHTNING = """\
+import lightning as L
+model, data = LitModel(), LitData()
+trainer = L.Trainer(accelerator="gpu", devices={devices}, precision="bf16-mixed", max_epochs=90)
+trainer.fit(model, data)
+"""
     VALID = [
         Example({"train.py": _LOOP, "run.sh": "torchrun --nproc_per_node 8 train.py\n", "infra/main.tf": _TF},
                 title="one process per GPU"),
@@ -704,8 +713,13 @@ Trainer(model=model, args=TrainingArguments(output_dir="out", bf16=True), train_
 """,
             "run.sh": "python train.py\n", "infra/main.tf": _TF},
             title="HF Trainer in one process uses DataParallel over every GPU"),
+        Example({"train.py": _LIGHTNING.format(devices=8), "run.sh": "python train.py\n", "infra/main.tf": _TF},
+                title="a Lightning Trainer that uses every GPU of the node"),
     ]
     INVALID = [
+        Example({"train.py": _LIGHTNING.format(devices=2), "run.sh": "python train.py\n", "infra/main.tf": _TF},
+                expect=[Expect("train.py", 3, ("devices=2", "p4d.24xlarge", "6 of 8 GPUs"))],
+                title="a Lightning Trainer told to use 2 of the node's 8 GPUs"),
         Example({"train.py": _LOOP, "scripts/run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py\n", "infra/main.tf": _TF},
                 expect=[Expect("scripts/run.sh", 2, ("4 GPU processes per node", "p4d.24xlarge", "4 of 8 GPUs"))],
                 title="torchrun starts 4 processes on an 8-GPU node"),
@@ -759,14 +773,22 @@ spec:
             c = compute_of(wl)
             idle = gpn - procs
             where = f"on {c.instance_name} ({c.gpu_count}x {c.gpu_model})"
-            tool = launcher.value.get("tool")
+            plural = "s" if procs > 1 else ""
+            if launcher.kind == "uses_gpu":  # a Lightning Trainer's devices= decides, whatever starts the script
+                tool = "lightning"
+                message = (f"the Lightning Trainer asks for devices={procs}, {procs} GPU process{'es' if procs > 1 else ''} "
+                           f"per node {where}: {idle} of {gpn} GPUs are billed and idle")
+                fix = f"Set devices={gpn} (or -1, every GPU of the node) in the Trainer"
+            else:
+                tool = launcher.value.get("tool")
+                message = f"{tool} starts {procs} GPU process{'es' if procs > 1 else ''} per node {where}: {idle} of {gpn} GPUs are billed and idle"
+                fix = f"Start {gpn} processes per node (torchrun --nproc_per_node {gpn}, with DDP/FSDP in the code)"
             yield self.finding(
                 launcher.loc,
-                f"{tool} starts {procs} GPU process{'es' if procs > 1 else ''} per node {where}: {idle} of {gpn} GPUs are billed and idle",
+                message,
                 symbol=f"{wl.entrypoint}:{tool}",
                 related=compute_related(wl),
-                guidance=(f"Start {gpn} processes per node (torchrun --nproc_per_node {gpn}, with DDP/FSDP in the code) "
-                          f"or move to an instance with {procs} GPU{'s' if procs > 1 else ''}. Run `gpulint explain MEM004`."),
+                guidance=f"{fix} or move to an instance with {procs} GPU{plural}. Run `gpulint explain MEM004`.",
                 cost=avoidable(wl, idle / gpn, f"{idle} of {gpn} GPUs per node run nothing; their share of the instance price is "
                                               "wasted", "medium"),
                 workload=wl.name,

@@ -421,3 +421,31 @@ def test_one_process_on_eight_gpus_idles_seven_unless_the_load_spreads_the_model
     files = {"train.py": src, "run.sh": "python train.py --pretrained_model_name_or_path black-forest-labs/FLUX.1-dev\n",
              "sky.yaml": "resources:\n  accelerators: A100-80GB:8\nrun: bash run.sh\n"}
     assert bool(findings(files, "MEM004")) is fires
+
+
+LIGHTNING_JOB = """\
+import lightning as L
+
+model, data = LitModel(), LitData()
+{trainers}
+"""
+P4D_TF = 'resource "aws_instance" "trainer" {\n  ami           = "ami-0123456789abcdef0"\n  instance_type = "p4d.24xlarge"\n}\n'
+
+
+@pytest.mark.parametrize("trainers,fires", [
+    ('L.Trainer(devices=2, precision="bf16-mixed").fit(model, data)', True),
+    ('L.Trainer(accelerator="gpu", gpus=1, precision="bf16-mixed").fit(model, data)', True),  # Lightning 1.x
+    ('L.Trainer(devices=8, precision="bf16-mixed").fit(model, data)', False),
+    ('L.Trainer(devices=-1, precision="bf16-mixed").fit(model, data)', False),  # every device of the node
+    ('L.Trainer(devices="auto", precision="bf16-mixed").fit(model, data)', False),
+    ('L.Trainer(devices=N_GPUS, precision="bf16-mixed").fit(model, data)', False),  # not a literal
+    # the fitting Trainer takes every GPU; a second one only tests: they disagree, so nothing is claimed
+    ('L.Trainer(devices=-1, precision="bf16-mixed").fit(model, data)\nL.Trainer(devices=1).test(model, data)', False),
+])
+def test_a_lightning_trainer_told_to_use_fewer_gpus_than_the_node_has_idles_the_rest(trainers, fires):
+    files = {"train.py": LIGHTNING_JOB.format(trainers=trainers), "run.sh": "python train.py\n", "infra/main.tf": P4D_TF}
+    found = findings(files, "MEM004")
+    assert bool(found) is fires
+    if fires:
+        assert found[0].loc.path == "train.py" and found[0].loc.line == 4
+        assert "Set devices=8" in found[0].guidance

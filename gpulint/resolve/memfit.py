@@ -582,5 +582,17 @@ def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
         if wl.code_facts("dataparallel") or wl.code_facts("ddp") or wl.of("sharding") or hf_load:
             return None
         if any(t.value.get("via") in _SELF_PARALLEL for t in wl.code_facts("trains")):
-            return None
+            told = lightning_devices(wl)
+            # a Lightning Trainer spawns the processes its devices= asks for: fewer than the node's GPUs leaves the rest
+            return (told.value["devices"], gpn, told) if told is not None and told.value["devices"] < gpn else None
     return procs, gpn, wl.launchers[0]
+
+
+def lightning_devices(wl: Workload) -> Fact | None:
+    """The Lightning Trainer call that says how many GPUs per node the workload uses (``Trainer(devices=2)``), when
+    every Lightning Trainer of its code gives the same literal count and nothing else trains."""
+    trains = {t.value.get("via") for t in wl.code_facts("trains")}
+    told = [f for f in wl.code_facts("uses_gpu") if f.value.get("via") == "lightning"]
+    if trains != {"lightning"} or not told or any(not isinstance(f.value.get("devices"), int) for f in told):
+        return None
+    return told[0] if len({f.value["devices"] for f in told}) == 1 else None

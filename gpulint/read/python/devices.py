@@ -129,7 +129,9 @@ def _lightning_devices(f: Facts, local_trainers: dict[str, str]) -> None:
             elif acc is UNKNOWN and not f.present(c, "accelerator") or acc in ("gpu", "cuda", "auto"):
                 asks = acc in ("gpu", "cuda") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0)
                 several = lightning.several_devices(f, c, gpus)
-                f.add("uses_gpu", {"via": "lightning", "auto": not asks, **({"several": True} if several else {})}, c.node, c.qualname)
+                count = lightning.device_count(f, c, gpus)
+                f.add("uses_gpu", {"via": "lightning", "auto": not asks, **({"several": True} if several else {}),
+                                   **({"devices": count} if count is not None else {})}, c.node, c.qualname)
             elif acc == "cpu":
                 f.add("cpu_only", {"via": "lightning accelerator='cpu'"}, c.node, c.qualname)
     for c in lightning.cli_runs(f):  # its accelerator comes from the --config file: a GPU when there is one by default

@@ -51,6 +51,13 @@ def several_devices(f: Facts, c: Call, gpus: Any) -> bool:
     return asks_several(devices, gpus, nodes, strategy)
 
 
+def device_count(f: Facts, c: Call, gpus: Any) -> int | None:
+    """The GPUs per node a Trainer is told to use, when its ``devices=`` (or Lightning 1.x ``gpus=``) is a positive
+    literal count; None for ``-1``/``"auto"`` (every device of the machine), a list, a flag or a config's value."""
+    v = f.val(c, "devices") if f.present(c, "devices") else gpus if f.present(c, "gpus") else UNKNOWN
+    return v if type(v) is int and v > 0 else None
+
+
 def asks_several(devices: Any, gpus: Any, nodes: Any, strategy: Any) -> bool:
     """The same question of the values themselves (a Trainer call's, or a trainer config's keys): a count of two
     or more, -1 (every device of the machine), a list of two device ids or more, or a multi-device strategy."""
