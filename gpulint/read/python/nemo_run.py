@@ -7,17 +7,28 @@ in what precision, whether it checkpoints, and on which machines.
   an assignment to ``recipe.trainer.plugins`` that gpulint reads decides instead, one it cannot read leaves it
   undecided), ``checkpoint.save`` (``default_log``'s ModelCheckpoint, unless ``recipe.log.ckpt = None``) and
   ``checkpoint.resume`` (``default_resume``'s AutoResume, or the fine-tuning recipes' restore, unless
-  ``recipe.resume = None``). NeMo's recipe sources (nemo/collections/llm/recipes/*.py, recipes/log/default.py).
-  The model's size and its Megatron parallelism are not modelled: the memory rules stay silent on recipes.
+  ``recipe.resume = None``; ``trainer.enable_checkpointing = False`` saves nothing). A recipe handed to a function
+  gpulint does not read (NeMo's ``set_primary_perf_configs``) has an undecided precision. Recipes are also found
+  through ``functools.partial(recipe, ...)(...)`` and a model module bound to a name (``model = llm.llama31_8b``).
+  NeMo's recipe sources (nemo/collections/llm/recipes/*.py, recipes/log/default.py). The model's size and its
+  Megatron parallelism are not modelled: the memory rules stay silent on recipes.
+- A task built by hand, ``run.Partial(llm.finetune, trainer=run.Config(nl.Trainer, ...), resume=...)``, trains:
+  its precision is the trainer config's plugin or ``precision=`` (undecided without one), it saves unless
+  ``enable_checkpointing=False`` (Lightning's default ModelCheckpoint) and resumes with ``default_resume()`` or
+  ``AutoResume(resume_if_exists=True)``.
 - An executor is the job's machines, as a batch script's ``#SBATCH`` lines or a SkyPilot task are:
   ``SlurmExecutor(nodes=, gpus_per_node=, gres=, partition=, time=)`` a Slurm allocation,
-  ``SkypilotExecutor(gpus=, gpus_per_node=, num_nodes=, cloud=, use_spot=)`` a SkyPilot task; their
-  ``env_vars`` (given, or assigned as ``executor.env_vars = {...}``) are the job's environment. Local and
+  ``SkypilotExecutor(gpus=, gpus_per_node=, num_nodes=, cloud=, use_spot=, file_mounts=)`` a SkyPilot task
+  (a ``gpus=`` decided at run time is GPU compute, never SkyPilot's CPU default); their ``env_vars`` (given, or
+  assigned as ``executor.env_vars = {...}``) are the job's environment. Values follow factory parameters, the
+  quickstart's ``nodes=recipe.trainer.num_nodes`` and flags (their defaults: the script is run by hand). Local and
   Docker executors run on the machine at hand (no compute target of their own); DGX Cloud and Lepton name
   no machine gpulint can price.
 - The run call that pairs a task with an executor is the ``launch`` of this file on that executor's target
-  (``run.Script(path)`` launches that script instead). Both are followed through a name bound to them and a
-  function of the module that builds exactly one of them; a name bound on several paths launches on each.
+  (``run.Script(path)`` launches that script instead; ``Experiment(executor=ex)`` is the executor of the tasks
+  added without one). Both are followed through a name bound to them and the functions of the module that build
+  them; a name bound on several paths, or a factory that builds several, launches on each (a local one on none).
+  Its process count is the recipe's ``num_gpus_per_node`` (MEM004 below the executor's GPUs).
 """
 from __future__ import annotations
 
