@@ -77,6 +77,8 @@ def test_a_recipe_run_on_an_executor_is_a_bf16_training_workload_that_checkpoint
     assert wl["resolved"]["precision"]["mixed"] is True and wl["resolved"]["precision"]["dtypes"] == ["bf16"]
     [launch] = wl["launchers"]
     assert launch["value"]["tool"] == "nemo_run" and launch["value"]["nproc_per_node"] == 8
+    # the memory checks do not run on a recipe's model, and `gpulint workloads` says so
+    assert any(u.startswith("model size: nemo.collections.llm.llama3_8b.pretrain_recipe") for u in wl["unknown"])
 
 
 def test_a_recipe_on_spot_saves_and_resumes_so_no_spot001_or_spot002():

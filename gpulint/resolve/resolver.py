@@ -467,6 +467,10 @@ class Resolver:
         if names:
             shown = names[0].value if isinstance(names[0].value, str) else served[0] if served else names[0].value
             wl.unknown.append(f"model size: {shown!r} is not a known model and carries no size hint; add it under [tool.gpulint.models]")
+        nemo = next((t for t in wl.code_facts("trains") if t.value.get("via") in ("nemo2_recipe", "nemo2_task")), None)
+        if nemo is not None and not names:
+            wl.unknown.append(f"model size: {nemo.key} ({nemo.loc.short()}) builds its model from NeMo's configs and shards it "
+                              "with Megatron parallelism: not modelled, so the memory checks do not run")
         return None
 
     def _size_for_name(self, name: str, extra: list):
