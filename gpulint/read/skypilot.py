@@ -46,7 +46,7 @@ def read_skypilot(docs: list[Doc], path: str) -> list[Fact]:
     return facts
 
 
-def _parse_accel(text: Any, count: Any = None) -> dict | None:
+def parse_accelerator(text: Any, count: Any = None) -> dict | None:
     """``"A100:8"`` / (``"A100"``, 8) -> {"type", "count"}; a count absent means 1 in SkyPilot."""
     if not isinstance(text, str) or not text.strip():
         return None
@@ -61,13 +61,13 @@ def _parse_accel(text: Any, count: Any = None) -> dict | None:
 def _accelerators(value: Any, at: tuple) -> list[tuple[tuple, dict, bool]]:
     """``(path, accelerator, ordered)`` for each alternative the field allows."""
     if isinstance(value, str):
-        acc = _parse_accel(value)
+        acc = parse_accelerator(value)
         return [(at, acc, False)] if acc else []
     if isinstance(value, dict):  # {"A100": 8}, or a YAML set {A100:8, H100:8}
-        out = [(at + (k,), _parse_accel(k, v), False) for k, v in value.items()]
+        out = [(at + (k,), parse_accelerator(k, v), False) for k, v in value.items()]
         return [o for o in out if o[1]]
     if isinstance(value, list):  # ordered preference
-        out = [(at + (i,), _parse_accel(v), True) for i, v in enumerate(value)]
+        out = [(at + (i,), parse_accelerator(v), True) for i, v in enumerate(value)]
         return [o for o in out if o[1]]
     return []
 
@@ -149,18 +149,25 @@ def _read_task(doc: Doc, path: str, used: set) -> list[Fact]:
                       {"phase": phase})
 
     for mount, spec in as_dict(data.get("file_mounts")).items():
-        if not isinstance(mount, str):
-            continue
-        if isinstance(spec, dict):
-            bucket = spec.get("name") or spec.get("source")
-            mode = spec.get("mode") if isinstance(spec.get("mode"), str) else "MOUNT"
-            if isinstance(bucket, str):
-                sink.add("storage.mount", {"path": mount, "bucket": bucket, "mode": mode.upper()},
-                         ("file_mounts", mount), target)
-        elif isinstance(spec, str) and _BUCKET_RX.match(spec):
-            # a bucket URI as a plain value is copied onto the node, not mounted
-            sink.add("storage.mount", {"path": mount, "bucket": spec, "mode": "COPY"}, ("file_mounts", mount), target)
+        value = file_mount(mount, spec)
+        if value is not None:
+            sink.add("storage.mount", value, ("file_mounts", mount), target)
     return sink.facts
+
+
+def file_mount(path: Any, spec: Any) -> dict | None:
+    """The ``storage.mount`` value of one ``file_mounts`` entry that holds a bucket (a SkyPilot task's, or a NeMo-Run
+    SkypilotExecutor's): ``{name|source, mode}`` mounts it (MOUNT by default); a bucket URI as a plain value is copied
+    onto the node, not mounted (COPY); a local folder is no bucket (None)."""
+    if not isinstance(path, str):
+        return None
+    if isinstance(spec, dict):
+        bucket = spec.get("name") or spec.get("source")
+        mode = spec.get("mode") if isinstance(spec.get("mode"), str) else "MOUNT"
+        return {"path": path, "bucket": bucket, "mode": mode.upper()} if isinstance(bucket, str) else None
+    if isinstance(spec, str) and _BUCKET_RX.match(spec):
+        return {"path": path, "bucket": spec, "mode": "COPY"}
+    return None
 
 
 def _replicas(service: dict) -> tuple[int | None, tuple]:

@@ -202,7 +202,7 @@ def norm(v: Any) -> Any:
 def qualified(f: Facts, node: ast.expr | None) -> str:
     """The qualified name of an expression (or of a call's function) through the file's imports:
     ``nn.Linear`` -> ``torch.nn.Linear``; the text itself when its head is not imported. (precision, loaders,
-    models, frameworks/hf)"""
+    models, nemo_run, frameworks/hf)"""
     text = dotted(node.func if isinstance(node, ast.Call) else node) or ""
     head, _, rest = text.partition(".")
     return (f.ix.imports.get(head, head) + ("." + rest if rest else "")) if head in f.ix.imports else text

@@ -41,8 +41,8 @@ PASSES = (
     models.models,             # model.*, grad_checkpointing, peft, quantized_load, optimizer
     sagemaker.estimators,      # compute.*, launch, env of SageMaker estimators
     sagemaker.model_trainers,  # ... and of SageMaker ModelTrainers
-    nemo_run.recipes,          # trains, uses_gpu, precision, checkpoint.* of NeMo 2 recipes a NeMo-Run script runs
-    nemo_run.executors,        # compute.*, launch, env of NeMo-Run executors
+    nemo_run.nemo_run,         # trains, uses_gpu, precision, checkpoint.* of the NeMo 2 recipes and tasks a NeMo-Run
+                               # script runs; then compute.*, launch, env of its executors
     serving.serving,           # serves
     datasets.toy_datasets,     # dataset
     datasets.dataset_classes,  # dataset_class

@@ -38,22 +38,32 @@ from typing import Any
 
 from gpulint.core.facts import is_cli
 from gpulint.core.model import Fact
-from gpulint.read.python.common import Facts, norm
+from gpulint.read.python.common import Facts, norm, qualified
 from gpulint.read.python.index import UNKNOWN, Call, OneOf, dotted
+from gpulint.read.python.sagemaker import unique_target
+from gpulint.read.shell.commands import empty_launch
 from gpulint.read.shell.slurm import job_gpus, slurm_hours
+from gpulint.read.skypilot import file_mount, parse_accelerator
 
 _RECIPES = ("pretrain_recipe", "finetune_recipe", "pretrain_recipe_performance")
 _RUNS = frozenset({"nemo_run.run", "nemo_run.run.run", "nemo_run.submit"})
 _CLI_MAIN = frozenset({"nemo_run.cli.main", "nemo_run.cli.main.main"})
 _EXECUTORS = frozenset({"SlurmExecutor", "SkypilotExecutor", "SkypilotJobsExecutor", "LocalExecutor", "DockerExecutor",
                         "DGXCloudExecutor", "LeptonExecutor"})
-#: executors on the machine at hand: the script is run there as by hand
-_LOCAL = frozenset({"LocalExecutor", "DockerExecutor"})
+#: executors whose machines gpulint reads (Local and Docker run on the machine at hand, as by hand; DGX Cloud and
+#: Lepton name none it can price)
+_REMOTE = frozenset({"SlurmExecutor", "SkypilotExecutor", "SkypilotJobsExecutor"})
 _CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure"}
 #: NeMo's precision plugin factories (nemo/collections/llm/recipes/precision/mixed_precision.py) by the dtype they set
 _PLUGINS = {"bf16_mixed": "bf16", "fp16_mixed": "fp16", "bf16_with_fp8_mixed": "bf16", "fp16_with_fp8_mixed": "fp16",
             "bf16_with_mxfp8_mixed": "bf16", "fp16_with_mxfp8_mixed": "fp16", "bf16_with_fp8_current_scaling_mixed": "bf16",
             "bf16_with_fp8_subchannel_scaling_mixed": "bf16", "nemotron_h_bf16_with_fp8_current_scaling_mixed": "bf16"}
+
+
+def _named(f: Facts, node: ast.expr) -> str:
+    """The qualified name an expression refers to (``llm.finetune`` -> ``nemo.collections.llm.finetune``); "" for a
+    call, whose result is no name."""
+    return "" if node.__class__ is ast.Call else qualified(f, node)
 
 
 def _recipe_name(q: str | None) -> bool:
@@ -79,7 +89,7 @@ _TRAINERS = frozenset({"nemo.lightning.Trainer", "nemo.lightning.pytorch.trainer
 
 def _api_task(f: Facts, c: Call) -> bool:
     """``run.Partial(llm.finetune, model=..., trainer=run.Config(nl.Trainer, ...), ...)``: a task built by hand."""
-    return c.qualname in _PARTIAL and bool(c.node.args) and f.ev._resolve(dotted(c.node.args[0]) or "") in _API
+    return c.qualname in _PARTIAL and bool(c.node.args) and _named(f, c.node.args[0]) in _API
 
 
 def _model_module(f: Facts, c: Call) -> str | None:
@@ -91,7 +101,7 @@ def _model_module(f: Facts, c: Call) -> str | None:
     for a in f.ix.bindings(c.receiver, c.scope, c.node) or []:
         values = [a.value.body, a.value.orelse] if a.value.__class__ is ast.IfExp else [a.value]
         for v in values:
-            q = f.ev._resolve(dotted(v) or "") if isinstance(v, ast.expr) else ""
+            q = _named(f, v) if isinstance(v, ast.expr) else ""
             if not q.startswith("nemo.collections."):
                 return None
             mods.append(q)
@@ -105,7 +115,7 @@ def _partial_of(f: Facts, c: Call) -> Call | None:
     inner = f.ix.call_at(c.node.func)
     if inner is None or inner.qualname != "functools.partial" or not inner.node.args:
         return None
-    return inner if _recipe_name(f.ev._resolve(dotted(inner.node.args[0]) or "")) else None
+    return inner if _recipe_name(_named(f, inner.node.args[0])) else None
 
 
 def _rval(f: Facts, r: Call, kw: str) -> Any:
@@ -117,7 +127,7 @@ def _rval(f: Facts, r: Call, kw: str) -> Any:
 def _recipe_label(f: Facts, r: Call) -> str:
     inner = _partial_of(f, r)
     if inner is not None:
-        return f.ev._resolve(dotted(inner.node.args[0]) or "")
+        return _named(f, inner.node.args[0])
     return r.qualname or _model_module(f, r) or ""
 
 
@@ -186,10 +196,9 @@ def _built(f: Facts, node: ast.expr | None, scope: str, want, depth: int = 0) ->
     return []
 
 
-def _recipe_runs(f: Facts) -> list[Call]:
+def _recipe_runs(f: Facts, runs: list) -> list[Call]:
     """The recipes the file runs (a run call's task, or a recipe of a file whose run call's task cannot be
     followed: the recipe is what it runs)."""
-    runs = _runs(f)
     if not runs:
         return []
     found: list[Call] = []
@@ -201,8 +210,18 @@ def _recipe_runs(f: Facts) -> list[Call]:
 
 
 # -- recipes: training, precision, checkpoints --------------------------------------------------------
-def recipes(f: Facts) -> None:
-    recipes_run = _recipe_runs(f)
+def nemo_run(f: Facts) -> None:
+    """The pass: a file that imports neither NeMo nor NeMo-Run holds none of their calls (their qualified names come
+    from those imports), so it costs one look at its imports; the run calls are found once for both readers."""
+    if not f.ix.imports_any("nemo_run", "nemo"):
+        return
+    runs = _runs(f)
+    recipes(f, runs)
+    executors(f, runs)
+
+
+def recipes(f: Facts, runs: list) -> None:
+    recipes_run = _recipe_runs(f, runs)
     if not recipes_run:
         return
     plugins = _assigned(f, (".trainer.plugins", ".trainer.plugins.precision", ".trainer.precision"))
@@ -242,7 +261,7 @@ def _hand_built(f: Facts, task: Call) -> None:
     Lightning checkpoints unless the trainer switches them off; it resumes where its ``resume=`` says so."""
     from gpulint.read.python.frameworks.lightning import precision_value
 
-    label = f.ev._resolve(dotted(task.node.args[0]) or "")
+    label = _named(f, task.node.args[0])
     f.add("trains", {"via": "nemo2_task"}, task.node, label)
     trainers = _built(f, f.kwarg(task, "trainer"), task.scope, lambda c: _trainer_config(f, c) is not None)
     trainer = trainers[0] if len(trainers) == 1 else None
@@ -273,7 +292,7 @@ def _trainer_config(f: Facts, c: Call) -> str | None:
     """"trainer" for ``run.Config(nl.Trainer, ...)`` / ``nl.Trainer(...)``, "recipe" for a recipe module's trainer
     factory (``llm.recipes.nemotron.nemotron_trainer(...)``, bf16_mixed() by default)."""
     q = c.qualname or ""
-    if q in _TRAINERS or (q in _CONFIG and c.node.args and f.ev._resolve(dotted(c.node.args[0]) or "") in _TRAINERS):
+    if q in _TRAINERS or (q in _CONFIG and c.node.args and _named(f, c.node.args[0]) in _TRAINERS):
         return "trainer"
     return "recipe" if q.startswith("nemo.collections.llm.recipes.") and q.endswith("trainer") else None
 
@@ -337,17 +356,13 @@ def _plugin_precision(f: Facts, node: ast.expr, scope: str) -> dict:
 
 
 # -- executors: compute, launch, env ------------------------------------------------------------------
-def executors(f: Facts) -> None:
+def executors(f: Facts, runs: list) -> None:
     targets: dict[int, str] = {}
-    used: set[str] = set()
     for c in f.ix.calls:
         cls = _executor_class(c)
-        if cls is None or cls in _LOCAL or cls not in ("SlurmExecutor", "SkypilotExecutor", "SkypilotJobsExecutor"):
+        if cls not in _REMOTE:
             continue
-        target, n = f"{cls}@{c.assigned_to or c.scope or 'executor'}", 2
-        while target in used:
-            target, n = f"{cls}@{c.assigned_to or c.scope or 'executor'}#{n}", n + 1
-        used.add(target)
+        target = unique_target(f, f"{cls}@{c.assigned_to or c.scope or 'executor'}")
         targets[id(c.node)] = target
         if cls == "SlurmExecutor":
             _slurm(f, c, target)
@@ -358,7 +373,7 @@ def executors(f: Facts) -> None:
     if not targets:
         return
     me = posixpath.basename(f.src.path)
-    for run, task, ex in _runs(f):
+    for run, task, ex in runs:
         for e in _built(f, ex, run.scope, lambda o: _executor_class(o) is not None):
             target = targets.get(id(e.node))
             if target is None:
@@ -442,15 +457,10 @@ def _skypilot(f: Facts, c: Call, target: str) -> None:
         # ``gpus=args.gpu_type``: GPUs of a type chosen at run time (SkyPilot would otherwise start a CPU node)
         _add(f, c, "compute.gpu_only", f"gpus={ast.unparse(f.kwarg(c, 'gpus'))}", "gpus", target)
     if _word(gpus):
-        name, _, num = gpus.partition(":")
-        if num.isdigit():
-            count = int(num)
-        elif f.present(c, "gpus_per_node"):
-            count = per if type(per) is int else None
-        else:
-            count = 1  # SkypilotExecutor asks for one GPU of the type per node when gpus_per_node is not given
-        _add(f, c, "compute.accelerator", {"type": name.strip(), "count": count}, "gpus", target)
-        _add(f, c, "compute.gpus_per_node", count, "gpus_per_node" if f.present(c, "gpus_per_node") else "gpus", target)
+        # "A100:8" names its count; else gpus_per_node does (unknown where it is not read), one GPU when it is absent
+        acc = parse_accelerator(gpus, (per if type(per) is int else UNKNOWN) if f.present(c, "gpus_per_node") else None)
+        _add(f, c, "compute.accelerator", acc, "gpus", target)
+        _add(f, c, "compute.gpus_per_node", acc["count"], "gpus_per_node" if f.present(c, "gpus_per_node") else "gpus", target)
     nodes = _val(f, c, "num_nodes") if f.present(c, "num_nodes") else 1
     _add(f, c, "compute.node_count", nodes if type(nodes) is int else None, "num_nodes", target)
     spot = _val(f, c, "use_spot")
@@ -458,22 +468,18 @@ def _skypilot(f: Facts, c: Call, target: str) -> None:
         _add(f, c, "compute.capacity", "spot" if spot else "on-demand", "use_spot", target)
 
 
-_BUCKET = ("s3://", "gs://", "r2://", "cos://", "oci://", "az://", "https://")
-
 
 def _mounts(f: Facts, c: Call, target: str) -> None:
-    """What persists past the node: ``file_mounts`` buckets (as SkyPilot's own ``file_mounts``), and a mount that is
-    not read (``executor.file_mounts = mounts``, a Kubernetes volume in ``cluster_config_overrides``) as a mount of
-    unknown path, so that no rule calls the node's disk the only place checkpoints go."""
+    """What persists past the node: ``file_mounts`` buckets (read as a SkyPilot task's ``file_mounts``), and a mount
+    that is not read (``executor.file_mounts = mounts``, a Kubernetes volume in ``cluster_config_overrides``) as a
+    mount of unknown path, so that no rule calls the node's disk the only place checkpoints go."""
     given = f.val(c, "file_mounts") if f.present(c, "file_mounts") else {}
     unread = not isinstance(given, dict) or f.present(c, "cluster_config_overrides") or f.present(c, "storage_mounts") or \
         any(a.target in (f"{c.assigned_to}.file_mounts", f"{c.assigned_to}.storage_mounts") for a in f.ix.assigns if c.assigned_to)
     for path, spec in (given.items() if isinstance(given, dict) else ()):
-        bucket = spec.get("name") or spec.get("source") if isinstance(spec, dict) else spec
-        if isinstance(path, str) and isinstance(bucket, str) and (isinstance(spec, dict) or bucket.startswith(_BUCKET)):
-            mode = spec.get("mode") if isinstance(spec, dict) and isinstance(spec.get("mode"), str) else \
-                "MOUNT" if isinstance(spec, dict) else "COPY"
-            _add(f, c, "storage.mount", {"path": path, "bucket": bucket, "mode": mode.upper()}, "file_mounts", target)
+        value = file_mount(path, spec)
+        if value is not None:
+            _add(f, c, "storage.mount", value, "file_mounts", target)
     if unread:
         _add(f, c, "storage.mount", {"path": None, "bucket": None, "mode": None}, "file_mounts", target)
 
@@ -511,8 +517,7 @@ def _launch(f: Facts, run: Call, task: ast.expr | None, executor: Call, target: 
         if len(recipes) == 1:
             procs = _count(f, recipes[0], "num_gpus_per_node")
     nodes = _val(f, executor, "nodes" if _executor_class(executor) == "SlurmExecutor" else "num_nodes")
-    value = {"tool": "nemo_run", "script": script, "module": None, "args": [], "nnodes": nodes if type(nodes) is int else None,
-             "nproc_per_node": procs, "mixed_precision": None, "config_file": None, "deepspeed_config": None,
-             "num_machines": None, "num_processes": None, "wrapper": None}
+    value = {**empty_launch("nemo_run"), "script": script, "nnodes": nodes if type(nodes) is int else None,
+             "nproc_per_node": procs}
     f.out.append(Fact("launch", value, f.src.node_loc(run.node), run.qualname or run.attr, target,
                       {"via": _executor_class(executor)}))

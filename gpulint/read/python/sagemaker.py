@@ -21,7 +21,7 @@ SAGEMAKER_ESTIMATORS = {
 }
 
 
-def _unique_target(f: Facts, target: str) -> str:
+def unique_target(f: Facts, target: str) -> str:
     """Two jobs of one file assigned to the same name are two compute targets."""
     used = {x.target for x in f.out if x.kind == "compute.target"}
     out, n = target, 2
@@ -48,7 +48,7 @@ _SM_V1_NAMES = {"instance_type": "train_instance_type", "instance_count": "train
 
 def estimators(f: Facts) -> None:
     for c in f.ix.calls_to(*SAGEMAKER_ESTIMATORS):
-        target = _unique_target(f, f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}")
+        target = unique_target(f, f"{c.qualname.split('.')[-1]}@{c.assigned_to or 'estimator'}")
         values = {}
         written: dict[str, str] = {}  # the keyword each value was given as (SDK v1's train_* names)
         for key in ("instance_type", "instance_count", "use_spot_instances", "max_wait", "max_run", "checkpoint_s3_uri",
@@ -191,7 +191,7 @@ def model_trainers(f: Facts) -> None:
     """ModelTrainer(compute=Compute(...), source_code=SourceCode(...), ...): the same
     compute facts as an estimator, and a launch of the entry script or command."""
     for c in f.ix.calls_to(*MODEL_TRAINERS):
-        target = _unique_target(f, f"ModelTrainer@{c.assigned_to or 'trainer'}")
+        target = unique_target(f, f"ModelTrainer@{c.assigned_to or 'trainer'}")
         loc = f.src.node_loc(c.node)
         star = c.has_star_kwargs
 
