@@ -84,6 +84,45 @@ def test_fit_in_a_file_without_tensorflow_is_not_keras():
     assert values(out, "trains") == []
 
 
+_FACTORY = """\
+import tensorflow as tf
+from tensorflow.keras import layers, models
+
+
+def get_model(architecture="cnn"):
+    if architecture == "resnet":
+        return tf.keras.applications.ResNet101V2(classes=10, weights=None)
+    model = models.Sequential([layers.Conv2D(32, 5, activation="relu"), layers.Flatten(), layers.Dense(10)])
+    return model
+"""
+
+_FACTORY_TRAIN = """\
+import tensorflow as tf
+{imports}
+
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = {build}
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+model.fit(tf.data.Dataset.load("/data/train").batch(256), epochs=20)
+"""
+
+_FACTORY_JOB = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gres=gpu:4\n#SBATCH --time=04:00:00\npython train.py\n"
+
+
+def test_fit_of_a_model_a_repository_function_builds_is_keras_training():
+    files = {"common.py": _FACTORY, "train.py": _FACTORY_TRAIN.format(imports="import common", build="common.get_model()"),
+             "job.sh": _FACTORY_JOB}
+    assert codes(files, fields=AT) == [("AMP001", "train.py", 8)]
+
+
+def test_fit_of_a_model_from_a_module_not_in_the_repository_is_not_read_as_training():
+    # an installed package's factory: it may build a scikit-learn estimator as well as a Keras model
+    files = {"train.py": _FACTORY_TRAIN.format(imports="import zoo_models", build="zoo_models.get_model()"),
+             "job.sh": _FACTORY_JOB}
+    assert codes(files) == []
+
+
 def test_gradient_tape_loop_trains():
     out = facts("""
         import tensorflow as tf

@@ -577,10 +577,18 @@ def _launcher_file(script: str | None, launcher_path: str, repo: Repo, launches_
     here = posixpath.dirname(launcher_path)
     cands = [s.lstrip("/")] if s.startswith("/") else [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
     for c in cands:
-        if c in launches_in and repo.kinds.get(c) not in CODE_KINDS and c != launcher_path:
+        if c in launches_in and c != launcher_path and (repo.kinds.get(c) not in CODE_KINDS or _python_launcher(c, repo)):
             return c
-    matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and p != launcher_path]
+    matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and p != launcher_path
+               and (repo.kinds.get(p) not in CODE_KINDS or _python_launcher(p, repo))]
     return matches[0] if len(matches) == 1 else None
+
+
+def _python_launcher(path: str, repo: Repo) -> bool:
+    """A Python file that only starts launchers (``subprocess.run(["torchrun", ..., "train.py"])``) and trains nothing
+    itself: a launch of it runs what it launches, as a shell script's does (gpulint.read.python.subprocesses)."""
+    facts = repo.facts.get(path, [])
+    return repo.kinds.get(path) == "python" and not any(f.kind in ("trains", "trainer_call", "serves") for f in facts)
 
 
 def _holder_of(fact: Fact, path: str, computes: dict[str, Compute]) -> str | None:
@@ -601,10 +609,13 @@ def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
     reached: set[str] = set()  # launcher files some outer launch runs on a compute
 
     def walk(use: _Use, depth: int) -> None:
-        uses.append(use)
         inner = _launcher_file(use.fact.value.get("script"), use.path, repo, launches_in)
         if inner is None or depth >= _MAX_CHAIN or any(inner == v.split(" runs ", 1)[-1] for v in use.via):
+            uses.append(use)
             return
+        if repo.kinds.get(inner) not in CODE_KINDS:
+            uses.append(use)  # a shell script or pipeline: not code, so never an entrypoint of its own
+        # (a Python launcher is not a workload: what it launches is, on this launch's compute)
         if use.holder:
             reached.add(inner)
         step = f"{use.fact.loc.short()} runs {inner}"
@@ -718,6 +729,13 @@ def _resolve_trainer_calls(repo: Repo) -> None:
                          and t.value.get("name") == call.value["name"]), None) if target else None
             via = _TRAINER_VIA.get(call.value["method"])
             lightning = base is not None and "lightning" in base
+            if base is None and target and (call.attrs or {}).get("keras"):
+                # ``model = common.get_model(...)`` then ``model.fit(...)`` in a Keras file: a model a function of the
+                # repository builds, trained by Keras' fit (its GPU use is the compute's or launcher's to say, as for
+                # any Keras fit)
+                added.append(Fact("trains", {"via": "keras"}, call.loc, call.key, "",
+                                  {**(call.attrs or {}), "built_by": f"{call.value['module']}.{call.value['name']}"}))
+                continue
             if base is None or via is None or (via == "lightning") != lightning:
                 continue
             added.append(Fact("trains", {"via": via}, call.loc, call.key, "", {**(call.attrs or {}), "subclass_of": base}))

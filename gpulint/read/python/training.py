@@ -88,7 +88,9 @@ def _trainer_calls(f: Facts, local_trainers: dict[str, str]) -> None:
             # ``LLaVATrainer(...).train()`` of a class imported from a repository module: the linker decides
             # whether that class is a framework trainer (its module's trainer_class facts)
             module, _, name = q.partition("(")[0].rpartition(".")
-            f.add("trainer_call", {"module": module, "name": name, "method": c.attr}, c.node, q, **owner(ix, c))
+            # in a Keras file, ``common.get_model(...).fit(...)`` may be a model a repository function builds
+            extra = {"keras": True} if c.attr == "fit" and keras.keras_file(ix) else {}
+            f.add("trainer_call", {"module": module, "name": name, "method": c.attr}, c.node, q, **extra, **owner(ix, c))
         elif q in LIGHTNING_CLI and c in cli:
             f.add("trains", {"via": "lightning"}, c.node, q, **owner(ix, c))
         elif q.endswith("().backward") and q[: -len("().backward")] in ACCELERATOR | FABRICS:
