@@ -772,7 +772,10 @@ spec:
             procs, gpn, launcher = got
             c = compute_of(wl)
             idle = gpn - procs
-            where = f"on {c.instance_name} ({c.gpu_count}x {c.gpu_model})"
+            if c.instance is not None:
+                where = f"on {c.instance_name} ({c.gpu_count}x {c.gpu_model})"
+            else:  # no machine, a GPU request (a Modal Function's gpu="A100:4", a pod's nvidia.com/gpu)
+                where = f"on the {gpn}x {(c.accelerator or {}).get('type') or c.gpu_model} it requests"
             plural = "s" if procs > 1 else ""
             if launcher.kind == "uses_gpu":  # a Lightning Trainer's devices= decides, whatever starts the script
                 tool = "lightning"

@@ -51,6 +51,25 @@ def lost_work_cost(hw: ResolvedCompute | None, what: str, ctx=None) -> CostImpac
     return CostImpact(None, basis, "low")
 
 
+def capacity_words(hw: ResolvedCompute) -> str:
+    """How the finding names the capacity: spot, or the platform's preemptible Functions (Modal), with where it is
+    stated; and the machine: the instance, else the GPUs the job asks for."""
+    pre = hw.first("compute.capacity")
+    where = f" ({hw.capacity_loc.short()})" if hw.capacity_loc else ""
+    machine = hw.instance_name or (f"{hw.accelerator.get('type')}" + (f" x{hw.accelerator['count']}" if isinstance(
+        (hw.accelerator or {}).get("count"), int) else "") if (hw.accelerator or {}).get("type") else "an unknown instance")
+    if pre is not None and (pre.attrs or {}).get("preemptible"):
+        at = f" ({hw.capacity_loc.short()}: {pre.attrs['preemptible']})" if hw.capacity_loc else ""
+        return f"preemptible capacity{at} on {machine}"
+    return f"spot capacity{where} on {machine}"
+
+
+def short_run(hw: ResolvedCompute | None) -> bool:
+    """A run its own time limit stops within half an hour (a Modal Function's 300 s default timeout): an
+    interruption loses at most that, less than a checkpoint is worth."""
+    return hw is not None and hw.run_hours is not None and hw.run_hours <= 0.5
+
+
 def _anchor(wl: Workload) -> Location:
     t = training_fact(wl)
     return t.loc if t is not None else Location(wl.entrypoint)
@@ -102,6 +121,23 @@ _TRAIN_SAVE_RESUME = _TRAIN_SAVE.replace(
     "    opt.load_state_dict(state[\"optimizer\"])\n")
 
 
+_MODAL = """\
+import modal
+import torch
+
+app = modal.App("train")
+
+
+@app.function(gpu="A100-80GB"{timeout})
+def train():
+    model = torch.nn.Linear(4096, 4096).cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    for x in torch.utils.data.DataLoader(torch.load("/data/x.pt"), batch_size=64, num_workers=4):
+        model(x.cuda()).sum().backward()
+        opt.step()
+"""
+
+
 class SpotWithoutCheckpointing(Rule):
     """Training runs on spot / preemptible capacity and never saves a checkpoint.
 
@@ -109,13 +145,15 @@ class SpotWithoutCheckpointing(Rule):
         For a workload that trains on a GPU and whose compute is spot or preemptible (Terraform
         ``instance_market_options``/``spot_price``/``provisioning_model = "SPOT"``/``priority = "Spot"``,
         Kubernetes spot node selectors, tolerations and Karpenter ``capacity-type``, SkyPilot
-        ``use_spot``, SageMaker ``use_spot_instances=True``), looks for any save of training state in
+        ``use_spot``, SageMaker ``use_spot_instances=True``, a Modal GPU Function, which Modal may
+        preempt and restart on the same input), looks for any save of training state in
         its code and configs: ``torch.save``, ``save_pretrained``/``save_model``, accelerate
         ``save_state``, DeepSpeed ``save_checkpoint``, ``torch.distributed.checkpoint.save``, HF
         Trainer (saves every 500 steps unless ``save_strategy="no"``), Lightning (``ModelCheckpoint``
         or the Trainer's default). Fires when there is none. A benchmark or demo (a file named for it, a
         training step timed with a clock and ``torch.cuda.synchronize``, or a step on random tensors in a
-        file that reads no data) keeps no state worth saving.
+        file that reads no data) keeps no state worth saving, nor does a run its own time limit stops
+        within half an hour (a Modal Function's 300 s default timeout).
     Why it costs money:
         Spot capacity is reclaimed with 30 s to 2 min notice, too short to write a large checkpoint.
         Without periodic checkpoints every interruption throws away all the GPU hours since the job
@@ -154,11 +192,15 @@ trainer = Trainer(model=model, args=args, train_dataset=ds)
 trainer.train(resume_from_checkpoint=True)
 """, "sky.yaml": "resources:\n  accelerators: A10G:1\n  use_spot: true\nrun: python train.py\n"},
             title="HF Trainer saves by default"),
+        Example({"train_modal.py": _MODAL.format(timeout="")}, title="a Modal Function within its default 300 s timeout"),
     ]
     INVALID = [
         Example({"train.py": _TRAIN_NO_SAVE, "infra/main.tf": _SPOT_TF},
                 expect=[Expect("train.py", 7, ("spot", "g5.12xlarge", "never saves"))],
                 title="spot Terraform plus a script that never saves"),
+        Example({"train_modal.py": _MODAL.format(timeout=", timeout=12 * 3600")},
+                expect=[Expect("train_modal.py", 12, ("preemptible", "Modal", "A100-80GB", "never saves"))],
+                title="a twelve-hour Modal GPU Function that never saves"),
     ]
 
     def check_workload(self, wl: Workload, ctx):
@@ -167,9 +209,10 @@ trainer.train(resume_from_checkpoint=True)
         if wl.of("checkpoint.save"):
             return
         hw = compute_of(wl)
-        where = f" ({hw.capacity_loc.short()})" if hw.capacity_loc else ""
+        if short_run(hw):
+            return
         yield self.finding(
-            _anchor(wl), f"training runs on spot capacity{where} on {hw.instance_name or 'an unknown instance'} "
+            _anchor(wl), f"training runs on {capacity_words(hw)} "
                          f"and never saves a checkpoint: each interruption restarts it from zero",
             symbol="spot:no-save", workload=wl.name, related=compute_related(wl),
             cost=lost_work_cost(hw, "no checkpoint is saved", ctx))
@@ -239,8 +282,10 @@ trainer.train()
             return
         f = saves[0]
         via = f.value.get("via") if isinstance(f.value, dict) else "save"
+        if short_run(compute_of(wl)):
+            return
         yield self.finding(
-            f.loc, f"checkpoints are saved ({via}) on spot capacity on {compute_of(wl).instance_name or 'an unknown instance'} "
+            f.loc, f"checkpoints are saved ({via}) on {capacity_words(compute_of(wl))} "
                    f"but never loaded: after an interruption training restarts from step 0 (no resume_from_checkpoint, "
                    f"ckpt_path, load_state or load_state_dict of a saved file)",
             symbol=f"spot:no-resume:{via}", workload=wl.name, related=compute_related(wl),
@@ -492,7 +537,7 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
         f, why = saves[0], verdicts[0]
         where = f"{f.key} {dirs[0]!r} on the launch line" if f.value.get("via") == "launch_flag" else repr(dirs[0])
         yield self.finding(
-            f.loc, f"on spot capacity, checkpoints go only to {where}, {why}: an interruption loses them",
+            f.loc, f"on {capacity_words(hw).split(' (')[0]}, checkpoints go only to {where}, {why}: an interruption loses them",
             symbol=f"spot:ephemeral:{dirs[0]}", workload=wl.name, related=compute_related(wl),
             cost=lost_work_cost(compute_of(wl), "checkpoints are lost with the instance", ctx))
 
@@ -529,6 +574,17 @@ def _ephemeral(d: str, source: str | None, compute: ResolvedCompute | None) -> s
                 return None if str(m.get("mode", "")).upper() in ("MOUNT", "MOUNT_CACHED") else \
                     "under a COPY file_mount that is not written back to the bucket"
         return "the SkyPilot node's own disk, under no bucket file_mounts entry"
+    if source == "modal":
+        mounts = [f.value for f in compute.facts if f.kind == "storage.mount" and isinstance(f.value, dict)]
+        if any(not isinstance(m.get("path"), str) for m in mounts):
+            return None  # a volume whose path is not known here may hold it
+        if not d.startswith("/"):
+            # the image's working directory is the container's disk (the reader says "unknown" for an image that
+            # sets its workdir)
+            return "a path relative to the Modal container's working directory, under no volumes= mount"
+        if any(_under(d, m["path"]) for m in mounts):
+            return None
+        return "the Modal container's own disk, under no volumes= mount"
     return None
 
 

@@ -185,7 +185,44 @@ def load_config(explicit: Path | None, start: Path, require_overlay: bool = True
     data = read_table(path)
     where = str(path) + (" [tool.gpulint]" if path.name == "pyproject.toml" else "")
     validate(data, where)
-    return attach_overlay(from_dict(data, path), require_overlay)
+    cfg = from_dict(data, path)
+    _check_instances(cfg.instances, where)
+    return attach_overlay(cfg, require_overlay)
+
+
+#: keys of a catalogue addition table (`gpulint.pricing.catalogue`); an `instances` entry without any is one instance
+_ADDITION_KEYS = ("instances", "gpu_models", "models", "commitments")
+
+
+def _catalogue_additions(entries: list) -> list:
+    """``[[tool.gpulint.instances]]`` entries as catalogue additions: an entry that is itself an instance
+    (provider, name, gpu_model, ...) is an addition of that one instance; a table of ``instances``/``gpu_models``/...
+    lists is an addition as it stands."""
+    out = []
+    for e in entries:
+        if isinstance(e, dict) and not any(k in e for k in _ADDITION_KEYS):
+            out.append({"instances": [e]})
+        else:
+            out.append(e)
+    return out
+
+
+def _check_instances(additions: list, where: str) -> None:
+    """A bad catalogue entry stops the scan as any bad key does (exit 2), naming the file, the entry and the field
+    (validated against the catalogue's own schema, gpulint/schemas/catalogue.schema.json)."""
+    import jsonschema
+
+    schema = json.loads(resources.files("gpulint").joinpath("schemas/catalogue.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    for i, addition in enumerate(additions):
+        if not isinstance(addition, dict):
+            raise ConfigError(f"{where}: key 'instances[{i}]': expected a table, got {type(addition).__name__}")
+        errors = sorted(validator.iter_errors(addition), key=lambda e: list(e.absolute_path))
+        if errors:
+            path = list(errors[0].absolute_path)
+            field = ".".join(str(p) for p in (path[2:] if path[:1] == ["instances"] else path))
+            raise ConfigError(f"{where}: key 'instances[{i}]'" + (f", field {field}" if field else "")
+                              + f": {_short(errors[0].message)}")
 
 
 def attach_overlay(cfg: Config, require: bool = True) -> Config:
@@ -226,7 +263,7 @@ def from_dict(data: dict, path: Path | None) -> Config:
         max_nodes=int(data.get("max-nodes", 100_000)),
         file_timeout=float(data.get("file-timeout", 20.0)),
         pricing=dict(data.get("pricing") or {}),
-        instances=list(data.get("instances") or []),
+        instances=_catalogue_additions(list(data.get("instances") or [])),
         models=dict(data.get("models") or {}),
         workloads=list(data.get("workloads") or []),
         raw=data,

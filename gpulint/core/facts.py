@@ -218,7 +218,7 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
                                        config_file=OPT_STR, deepspeed_config=OPT_STR, num_machines=_or(OPT_INT, STR),
                                        num_processes=_or(OPT_INT, STR), wrapper=_WRAPPER, stage=OPT_STR, args_open=BOOL,
                                        program=OPT_STR, trainer=OPT_STR)},
-         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx, determined (an experiment config's entrypoint: module:TrialClass) ...; "
+         "A launch: tool python, torchrun, accelerate, deepspeed, srun, mpirun, sagemaker, skypilot, k8s, shell, dvc, composer, torchx, determined (an experiment config's entrypoint: module:TrialClass), modal (a Modal GPU Function running its own file), nemo_run ...; a Python file's subprocess.run / os.system command lines too (attrs.via); "
          "script is a code file or another launcher file (a shell script, dvc.yaml) that the linker follows; "
          "tool shell: bash train.sh, ./run.sh, srun bash inner.sh, CMD [\"bash\", \"train.sh\"], Terraform "
          "user_data = file(\"train.sh\") (script relative to the .tf folder); tool dvc: dvc repro / dvc exp run, "
@@ -283,7 +283,7 @@ register("config.hydra", "config", _obj(("defaults",), defaults=_t("array")),
 # -- compute ---------------------------------------------------------------------------------------
 _TF = lambda s: _or(s, REF)  # noqa: E731 - a value or a Terraform reference
 register("compute.target", "compute", _obj(("source",), source=STR, provider=OPT_STR, resource=OPT_STR, role=OPT_STR, partition=OPT_STR),
-         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool), "
+         "A compute target: source terraform, kubernetes, skypilot, sagemaker, slurm, azureml, vertex, determined (an experiment config: attrs.slots_per_trial, resource_pool), modal (a Modal GPU Function: no catalogue machine or price), "
          "or a cluster definition's capacity (gpulint.read.clusters: attrs.capacity_of slurm|kubernetes|ray|batch, labels, taints, default, cluster, head (a Ray head node type), region; partition the Slurm queue it serves); "
          "a job's placement keys: attrs.node_selector, tolerations (pods), constraint (sbatch --constraint); KubeRay worker groups attrs.min_replicas, max_replicas, autoscaling; "
          "attrs.terraform_resource: a Kubernetes object applied by that Terraform resource; provider aws|gcp|azure|null; "
@@ -296,7 +296,7 @@ register("compute.instance_type", "compute", _or(_t("string", "null"), REF),
          "platform's documented default, e.g. ModelTrainer without compute runs on ml.m5.xlarge).", targeted=True)
 register("compute.accelerator", "compute", _obj(("type",), type=_t("string"), count=_or(OPT_INT, REF, STR)),
          "An accelerator request ({type: A100|nvidia-tesla-a100|..., count}).", targeted=True)
-register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand | reserved (a capacity block, targeted ODCR, GCP specific reservation or Azure capacity reservation group: priced at the on-demand list rate) (attrs: on_demand_fallback, default, via).",
+register("compute.capacity", "compute", _or(_t("string", "null"), REF), "spot | on-demand | reserved (a capacity block, targeted ODCR, GCP specific reservation or Azure capacity reservation group: priced at the on-demand list rate) (attrs: on_demand_fallback, default, via; preemptible: why a platform's own capacity is judged as spot, e.g. a Modal GPU Function).",
          targeted=True)
 register("compute.node_count", "compute", _TF(OPT_INT), "Nodes (instances, replicas, instance_count, --nodes).", targeted=True)
 register("compute.min_nodes", "compute", _TF(OPT_INT), "The floor of an autoscaling group, node group or pool.", targeted=True)
@@ -317,7 +317,7 @@ register("compute.efa", "compute", _TF(OPT_INT), "EFA interfaces or vpc.amazonaw
 register("compute.checkpoint", "compute", _obj(s3_uri=OPT_STR, local_path=OPT_STR, max_wait=_or(OPT_INT, STR), max_run=_or(OPT_INT, STR),
                                                s3_uri_set=BOOL, max_wait_set=BOOL, star_kwargs=BOOL),
          "SageMaker checkpoint settings of a managed spot job.", targeted=True)
-register("storage.mount", "compute", _obj(path=OPT_STR, bucket=OPT_STR, mode=OPT_STR), "A SkyPilot file_mounts entry.", targeted=True)
+register("storage.mount", "compute", _obj(path=OPT_STR, bucket=OPT_STR, mode=OPT_STR), "A SkyPilot file_mounts entry, or a Modal Function's volumes= mount (mode volume); path null: a mount whose path is not read.", targeted=True)
 
 # -- infrastructure --------------------------------------------------------------------------------
 register("tf.variable", "infra", _obj(("name",), name=STR, default=ANY, has_default=BOOL, computed=BOOL),

@@ -568,8 +568,9 @@ def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
     node has GPUs and nothing in the code spreads one process over several GPUs; else None."""
     c = compute_of(wl)
     gpn = c.gpus_per_node if c is not None else None
-    # a known catalogue instance: an unknown accelerator type may not be a GPU at all
-    if c is None or c.instance is None or not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
+    # a known catalogue instance, or a GPU model the catalogue knows (a Modal Function's gpu="A100:4"): an unknown
+    # accelerator type may not be a GPU at all
+    if c is None or (c.instance is None and c.gpu_like is None) or not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
         return None
     procs = processes_per_node(wl)
     if not procs or procs >= gpn:

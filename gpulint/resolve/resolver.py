@@ -96,6 +96,8 @@ class Resolver:
         # catalogue instance: the cheapest AWS/GCP/Azure match would be a price this job never pays
         infra = str(((target.attrs or {}).get("infra") if target is not None else None) or "").split("/")[0].strip().lower()
         off_catalogue = source == "skypilot" and bool(infra) and provider is None
+        # a Modal Function's GPUs are billed per second at Modal's prices, which the catalogue does not hold
+        off_catalogue = off_catalogue or source == "modal"
         # a Slurm job, or a Slurm partition of its own (slurm.conf, a queue naming only its GPUs), holds GPUs on nodes
         # the repository names no machine for: never the cheapest cloud machine, but GPU-hours of the named model
         slurm = source == "slurm" or placement_capacity(compute) == "slurm"
@@ -142,6 +144,9 @@ class Resolver:
                 why = f"instance type {unknown[0].name!r} is not in the catalogue"
             elif unresolved:
                 why = unresolved[0]
+            elif accel and off_catalogue and source == "modal":
+                why = (f"a Modal Function on {accel.get('type')}" + (f" x{accel.get('count')}" if accel.get("count") else "")
+                       + ": Modal bills per GPU-second at prices the catalogue does not hold")
             elif accel and off_catalogue:
                 why = f"SkyPilot runs it on {infra!r}, which has no catalogue instance or price"
             elif gpu_hour is not None:
@@ -156,10 +161,14 @@ class Resolver:
                 why = f"any GPU instance that {gpu_only.value} admits{where}: the machine is not one the repository names"
             else:
                 why = f"{compute.id} names no instance type"
+        like = None
+        # (a job priced per GPU-hour names its GPU through that rate already; its architecture stays unread here)
+        if inst is None and gpu_hour is None and accel and accel.get("type"):
+            like = next(iter(cat.by_accelerator(str(accel.get("type")), None, provider)), None)
         rc = ResolvedCompute(
             id=compute.id, path=compute.path, target=compute.target, loc=compute.loc, source=source, provider=provider,
             resource=resource, target_role=tv.get("role"), device=device, device_reason=reason, instance=inst,
-            architecture=self._architecture(inst),
+            gpu_like=like, architecture=self._architecture(inst or like),
             instance_written=next((n for n, f in names if f is inst_fact), names[0][0] if names else None),
             instance_loc=inst_fact.loc if inst_fact is not None else None, assumed=assumed, accelerator=accel,
             gpus_per_node=gpn or (inst.gpu_count if inst is not None else None), nodes=nodes,
@@ -296,7 +305,8 @@ class Resolver:
         inst = rc.instance
         if inst is None:
             return rc.with_(price=self._gpu_hour_price(rc))
-        cap = "spot" if rc.capacity == "spot" else "on-demand"
+        # a Modal Function is preemptible at Modal's one list price: there is no cheaper spot rate to price it at
+        cap = "spot" if rc.capacity == "spot" and rc.source != "modal" else "on-demand"
         written = rc.instance_written or ""
         sagemaker = written.lower().startswith("ml.")
         use = _SAGEMAKER_USE.get(rc.target_role or "")
@@ -518,6 +528,9 @@ def _to_price(wl: Workload, rc: ResolvedCompute | None) -> str:
     if rc.source == "slurm" and rc.gpus_per_node and not accel:
         return (f"the GPU model: --gres=gpu:<model>:{rc.gpus_per_node} (a100, h100, l4 ...) prices it per GPU-hour; "
                 f"or the machine type, {pin}")
+    if rc.source == "modal":
+        return (f"Modal's per-second price of {accel.get('type') or 'its GPU'}: a [[tool.gpulint.instances]] entry (provider = "
+                f"\"modal\", name, gpu_model, gpu_count, gpu_memory_gib, on_demand_usd_per_hour) and {pin} naming it")
     return f"the machine type of {rc.id}: {pin}"
 
 

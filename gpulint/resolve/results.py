@@ -107,6 +107,10 @@ class ResolvedCompute:
     device: str  # GPU | CPU | UNKNOWN
     device_reason: str  # why (instance family, GPU request, catalogue entry ...)
     instance: "Instance | None" = None  # the catalogue entry
+    #: where no machine is known but the GPU model is (a Modal Function, a Slurm gres type, SkyPilot on Kubernetes):
+    #: a catalogue instance with that GPU, for the GPU's own properties (model, architecture, bf16) only, never
+    #: for a price, a GPU count or a network
+    gpu_like: "Instance | None" = None
     architecture: str | None = None  # of the instance's GPU model (Ampere, Hopper ...), from the catalogue
     instance_written: str | None = None  # as written (SageMaker "ml." names included)
     instance_loc: Location | None = None  # where the instance type (or the pin) was written
@@ -144,7 +148,9 @@ class ResolvedCompute:
 
     @property
     def gpu_model(self) -> str | None:
-        return self.instance.gpu_model if self.instance is not None else None
+        if self.instance is not None:
+            return self.instance.gpu_model
+        return self.gpu_like.gpu_model if self.gpu_like is not None else None
 
     @property
     def gpu_count(self) -> int | None:
@@ -165,7 +171,9 @@ class ResolvedCompute:
         GPU-hour), that model's (an architecture's property, the same on every instance that has it)."""
         if self.instance is not None:
             return self.instance.bf16_supported
-        return self.gpu_hour.source.bf16_supported if self.gpu_hour is not None else None
+        if self.gpu_hour is not None:
+            return self.gpu_hour.source.bf16_supported
+        return self.gpu_like.bf16_supported if self.gpu_like is not None else None
 
     @property
     def interconnect(self) -> str | None:

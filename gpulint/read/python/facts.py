@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from gpulint.core.model import Fact
 from gpulint.core.sources import Source
-from gpulint.read.python import (checkpoints, datasets, devices, distributed, imports, loaders, models, nemo_run, precision,
-                                 sagemaker, serving, training)
+from gpulint.read.python import (checkpoints, datasets, devices, distributed, imports, loaders, modal, models, nemo_run, precision,
+                                 sagemaker, serving, subprocesses, training)
 from gpulint.read.python.common import Facts
 from gpulint.read.python.index import build_index
 
@@ -23,7 +23,7 @@ from gpulint.read.python.index import build_index
 ML_WORDS = (
     "torch", "transformers", "accelerate", "lightning", "deepspeed", "keras", "tensorflow",
     "jax", "flax", "ray.train", "ray.air", "sagemaker", "trl", "peft", "DataLoader", "vllm", "sglang", "litserve",
-    "nemo",
+    "nemo", "import modal", "from modal",
 )
 
 
@@ -43,6 +43,8 @@ PASSES = (
     sagemaker.model_trainers,  # ... and of SageMaker ModelTrainers
     nemo_run.nemo_run,         # trains, uses_gpu, precision, checkpoint.* of the NeMo 2 recipes and tasks a NeMo-Run
                                # script runs; then compute.*, launch, env of its executors
+    modal.modal_apps,          # compute.*, storage.mount, launch of Modal GPU functions
+    subprocesses.subprocess_launches,  # launch of the launcher commands the file runs (subprocess.run, os.system)
     serving.serving,           # serves
     datasets.toy_datasets,     # dataset
     datasets.dataset_classes,  # dataset_class
