@@ -203,3 +203,17 @@ def test_a_bad_instance_entry_stops_the_scan_naming_the_file_the_entry_and_the_f
     proc = run_cli("scan", tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert "pyproject.toml" in proc.stderr and "instances[0]" in proc.stderr and "gpu_count" in proc.stderr
+
+
+def test_speechbrain_s_checkpointer_is_a_save_and_a_resume():
+    # a SpeechBrain Brain saves through Checkpointer.save_and_keep_only and resumes with recover_if_possible: no SPOT
+    files = _app(step=AUTOCAST, extra=', volumes={"/ckpts": vol}',
+                 setup='    ckpt = sb.utils.checkpoints.Checkpointer("/ckpts", recoverables={"model": model})\n'
+                       '    ckpt.recover_if_possible()',
+                 save='        ckpt.save_and_keep_only(meta={"loss": loss.item()}, num_to_keep=2)',
+                 imports="import speechbrain as sb")
+    assert codes(files, "SPOT") == []
+    no_resume = _app(step=AUTOCAST, extra=', volumes={"/ckpts": vol}', imports="import speechbrain as sb",
+                     setup='    ckpt = sb.utils.checkpoints.Checkpointer("/ckpts", recoverables={"model": model})',
+                     save='        ckpt.save_and_keep_only(num_to_keep=2)')
+    assert codes(no_resume, "SPOT") == ["SPOT002"]

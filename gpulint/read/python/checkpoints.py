@@ -33,6 +33,11 @@ def checkpoints(f: Facts) -> None:
             f.add("checkpoint.save", {"via": "save_state", "dir": norm(f.val(c, "output_dir", 0))}, c.node, "save_state")
         elif c.attr == "save_checkpoint" and c.receiver:
             f.add("checkpoint.save", {"via": "save_checkpoint", "dir": norm(f.val(c, "save_dir", 0))}, c.node, "save_checkpoint")
+        elif c.attr == "save_and_keep_only" and c.receiver:
+            # SpeechBrain's Checkpointer (speechbrain.utils.checkpoints): saves its recoverables under checkpoints_dir
+            f.add("checkpoint.save", {"via": "speechbrain", "dir": None}, c.node, "save_and_keep_only")
+        elif c.attr == "recover_if_possible" and c.receiver:
+            f.add("checkpoint.resume", {"via": "speechbrain"}, c.node, "recover_if_possible")
         elif c.attr == "load_state" and c.receiver:
             f.add("checkpoint.resume", {"via": "load_state"}, c.node, "load_state")
         elif c.attr == "load_checkpoint" and c.receiver:
