@@ -54,14 +54,14 @@ def lost_work_cost(hw: ResolvedCompute | None, what: str, ctx=None) -> CostImpac
 def capacity_words(hw: ResolvedCompute) -> str:
     """How the finding names the capacity: spot, or the platform's preemptible Functions (Modal), with where it is
     stated; and the machine: the instance, else the GPUs the job asks for."""
+    accel = hw.accelerator or {}
+    machine = hw.instance_name
+    if machine is None and accel.get("type"):
+        machine = accel["type"] + (f" x{accel['count']}" if isinstance(accel.get("count"), int) else "")
     pre = hw.first("compute.capacity")
-    where = f" ({hw.capacity_loc.short()})" if hw.capacity_loc else ""
-    machine = hw.instance_name or (f"{hw.accelerator.get('type')}" + (f" x{hw.accelerator['count']}" if isinstance(
-        (hw.accelerator or {}).get("count"), int) else "") if (hw.accelerator or {}).get("type") else "an unknown instance")
-    if pre is not None and (pre.attrs or {}).get("preemptible"):
-        at = f" ({hw.capacity_loc.short()}: {pre.attrs['preemptible']})" if hw.capacity_loc else ""
-        return f"preemptible capacity{at} on {machine}"
-    return f"spot capacity{where} on {machine}"
+    why = (pre.attrs or {}).get("preemptible") if pre is not None else None
+    at = f" ({hw.capacity_loc.short()}{': ' + why if why else ''})" if hw.capacity_loc else ""
+    return f"{'preemptible' if why else 'spot'} capacity{at} on {machine or 'an unknown instance'}"
 
 
 def short_run(hw: ResolvedCompute | None) -> bool:

@@ -207,13 +207,19 @@ def _catalogue_additions(entries: list) -> list:
     return out
 
 
+@lru_cache(maxsize=1)
+def _catalogue_schema() -> dict:
+    return json.loads(resources.files("gpulint").joinpath("schemas/catalogue.schema.json").read_text(encoding="utf-8"))
+
+
 def _check_instances(additions: list, where: str) -> None:
     """A bad catalogue entry stops the scan as any bad key does (exit 2), naming the file, the entry and the field
     (validated against the catalogue's own schema, gpulint/schemas/catalogue.schema.json)."""
+    if not additions:
+        return
     import jsonschema
 
-    schema = json.loads(resources.files("gpulint").joinpath("schemas/catalogue.schema.json").read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(_catalogue_schema())
     for i, addition in enumerate(additions):
         if not isinstance(addition, dict):
             raise ConfigError(f"{where}: key 'instances[{i}]': expected a table, got {type(addition).__name__}")

@@ -107,7 +107,7 @@ class ResolvedCompute:
     device: str  # GPU | CPU | UNKNOWN
     device_reason: str  # why (instance family, GPU request, catalogue entry ...)
     instance: "Instance | None" = None  # the catalogue entry
-    #: where no machine is known but the GPU model is (a Modal Function, a Slurm gres type, SkyPilot on Kubernetes):
+    #: where no machine is known but the GPU model is, and no per-GPU-hour rate carries it (a Modal Function, SkyPilot on Kubernetes):
     #: a catalogue instance with that GPU, for the GPU's own properties (model, architecture, bf16) only, never
     #: for a price, a GPU count or a network
     gpu_like: "Instance | None" = None

@@ -30,14 +30,13 @@ from typing import Any
 
 from gpulint.core.model import Fact
 from gpulint.read.python.common import Facts, norm
-from gpulint.read.python.index import UNKNOWN, Call, OneOf, dotted
+from gpulint.read.python.index import UNKNOWN, Call, OneOf
 from gpulint.read.python.sagemaker import unique_target
-from gpulint.read.python.subprocesses import SHELL, SUBPROCESS, launches_of
+from gpulint.read.python.subprocesses import COMMANDS, launches_of
 from gpulint.read.shell.commands import empty_launch
 
 _APPS = frozenset({"modal.App", "modal.Stub", "modal.app.App", "modal.stub.Stub"})
 _DECORATORS = ("function", "cls")
-_CLUSTERED = frozenset({"modal.experimental.clustered"})
 #: Modal's default Function timeout, in seconds (https://modal.com/docs/guide/timeouts)
 DEFAULT_TIMEOUT_S = 300
 #: Modal GPU names that differ from the catalogue's spelling of the same model
@@ -63,7 +62,7 @@ def modal_apps(f: Facts) -> None:
         if gpu is None:
             continue  # gpu=None: a CPU container
         target = unique_target(f, f"modal@{node.name}")
-        _compute(f, app, target, gpu, next((c for c in decorators if c is not None and _clustered(f, c)), None))
+        _compute(f, app, target, gpu, next((c for c in decorators if c is not None and _clustered(c)), None))
         launches = _body_launches(f, node, target, images)
         if not launches:
             # the container runs the function in one Python process
@@ -82,18 +81,17 @@ def _is_app_decorator(f: Facts, c: Call) -> bool:
     name = receiver.id
     if name in f.ix.imports or name in f.ix.relative_names:
         return True
-    for a in f.ix.assigns_of(name, ""):
-        if a.value.__class__ is ast.Call and f.ix.call_at(a.value) is not None and f.ix.call_at(a.value).qualname in _APPS:
-            return True
-    return False
+    return any(a.value.__class__ is ast.Call and getattr(f.ix.call_at(a.value), "qualname", None) in _APPS
+               for a in f.ix.assigns_of(name, ""))
 
 
-def _clustered(f: Facts, c: Call) -> bool:
-    return c.qualname in _CLUSTERED or (c.qualname or "").endswith("experimental.clustered")
+def _clustered(c: Call) -> bool:
+    """``@modal.experimental.clustered(size=N)`` (however ``modal.experimental`` was imported)."""
+    return (c.qualname or "").endswith("experimental.clustered")
 
 
 def _gpu(f: Facts, c: Call) -> dict | None:
-    """{"type", "count"} (type None: a GPU of a model not known here), or None for no GPU."""
+    """{"type", "count", "written"} (type None: a GPU of a model not known here), or None for no GPU."""
     node = f.kwarg(c, "gpu")
     if node is not None and node.__class__ is ast.Call:
         return _gpu_object(f, f.ix.call_at(node))
@@ -139,8 +137,8 @@ def _compute(f: Facts, c: Call, target: str, gpu: dict, clustered: Call | None) 
         add("compute.accelerator", {"type": gpu["type"], "count": gpu["count"]}, "gpu")
         if gpu["count"] is not None:
             add("compute.gpus_per_node", gpu["count"], "gpu")
-    size = norm(f.val(clustered, "size", 0)) if clustered is not None else 1
     if clustered is not None:
+        size = norm(f.val(clustered, "size", 0))
         add("compute.node_count", size if type(size) is int else None, "size", f.kwarg(clustered, "size") or clustered.node)
     else:
         add("compute.node_count", 1, "")
@@ -152,8 +150,8 @@ def _compute(f: Facts, c: Call, target: str, gpu: dict, clustered: Call | None) 
     for path in _volume_paths(f, c):
         # a path not known here is a mount of unknown path: no rule then calls the container's disk the only place
         add("storage.mount", {"path": path, "bucket": None, "mode": "volume" if path else None}, "volumes")
-    if f.present(c, "network_file_systems") or f.present(c, "cloud_bucket_mounts") or any(
-            x.attr == "workdir" for x in f.ix.method_calls("workdir")):
+    if f.present(c, "network_file_systems") or f.present(c, "cloud_bucket_mounts") or \
+            next(f.ix.method_calls("workdir"), None) is not None:
         # another durable mount, or an image whose working directory (where relative paths land) is not read here
         add("storage.mount", {"path": None, "bucket": None, "mode": None}, "network_file_systems")
 
@@ -228,10 +226,8 @@ def _body_launches(f: Facts, fn: ast.AST, target: str, images: dict[str, str]) -
     found: list[Fact] = []
     scopes = {fn.name} if fn.__class__ is not ast.ClassDef else \
         {n.name for n in fn.body if n.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)}
-    for c in f.ix.calls:
+    for c in f.ix.calls_to(*COMMANDS):
         if c.scope not in scopes or not (c.node.lineno >= fn.lineno and c.node.end_lineno <= fn.end_lineno):
-            continue
-        if c.qualname not in SUBPROCESS and c.qualname not in SHELL:
             continue
         for value in launches_of(f, c, rewrite=lambda text: _in_repo(text, images)):
             fact = Fact("launch", value, f.src.node_loc(c.node), value["tool"], target, {"via": c.qualname})

@@ -21,6 +21,8 @@ from gpulint.read.shell.lexer import split_words
 SUBPROCESS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
                         "subprocess.Popen"})
 SHELL = frozenset({"os.system"})
+#: every call that runs a command line
+COMMANDS = tuple(sorted(SUBPROCESS | SHELL))
 #: launch tools a Python file's command may start (a bare shell or an unknown program is no launch)
 _NO_LAUNCH = (None, "shell")
 
@@ -30,9 +32,7 @@ def subprocess_launches(f: Facts) -> None:
     if not f.ix.imports_any("subprocess", "os"):
         return
     taken = {(x.loc.line, x.loc.column) for x in f.out if x.kind == "launch"}
-    for c in f.ix.calls:
-        if c.qualname not in SUBPROCESS and c.qualname not in SHELL:
-            continue
+    for c in f.ix.calls_to(*COMMANDS):
         loc = f.src.node_loc(c.node)
         if (loc.line, loc.column) in taken:
             continue
@@ -54,10 +54,8 @@ def launches_of(f: Facts, c: Call, rewrite=None) -> list[dict]:
 
 
 def command_words(f: Facts, c: Call) -> list[Word] | None:
-    """The words of a command a call runs: ``subprocess.run([...])`` (a list, or a string with ``shell=True``) or
-    ``os.system("...")``; a list element not known here is an unresolved word."""
-    if c.qualname not in SUBPROCESS and c.qualname not in SHELL:
-        return None
+    """The words of the command a call of ``COMMANDS`` runs: ``subprocess.run([...])`` (a list, or a string with
+    ``shell=True``) or ``os.system("...")``; a list element not known here is an unresolved word."""
     arg = c.positional(0) if c.positional(0) is not None else f.kwarg(c, "args")
     if arg is None:
         return None
@@ -74,7 +72,7 @@ def command_words(f: Facts, c: Call) -> list[Word] | None:
                 return None
             v = norm(f.ev.value(e, c.scope))
             words.append(Word(str(v), line) if isinstance(v, (str, int)) and not isinstance(v, bool) else
-                         Word("$" + "_UNKNOWN", line, known=False))
+                         Word("$_UNKNOWN", line, known=False))
         return words
     v = norm(f.ev.value(arg, c.scope)) if arg.__class__ is not ast.JoinedStr else _template(f, arg, c.scope)
     if isinstance(v, str) and (c.qualname in SHELL or norm(f.val(c, "shell")) is True):
