@@ -16,6 +16,11 @@ AMP_MIN_PARAMS = 20_000_000
 _PRE_TENSOR_CORE = ("Kepler", "Maxwell", "Pascal")
 
 
+def _machine(c) -> str:
+    """The machine a finding names: the instance, else (a job that names only its GPU model) what it requests."""
+    return c.instance_name or "the GPUs the job requests"
+
+
 class MissingMixedPrecision(Rule):
     """Training runs in fp32 on GPU: no mixed-precision mechanism is enabled anywhere.
 
@@ -590,6 +595,10 @@ _TF_V100 = '''resource "aws_instance" "trainer" {
   instance_type = "p3.8xlarge"
 }
 '''
+#: a Slurm job that names its GPU model and no machine (priced per GPU-hour): the GPU's own properties still hold
+_SBATCH = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gres=gpu:{gpu}:4\ntorchrun --nproc_per_node 4 train.py\n"
+_HF_ARGS = ("from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', {flag}=True)\n"
+            "Trainer(model=m, args=args).train()\n")
 _AMPERE_PLUS = ("Ampere", "Ada", "Hopper", "Blackwell")
 #: packaged trainers (gpulint.read.packaged) whose flags and config have no TF32 switch: fairseq's CommonConfig
 _NO_TF32_SETTING = frozenset({"fairseq", "fairseq_hydra"})
@@ -630,21 +639,26 @@ class Fp16OnBf16CapableGpu(Rule):
                  "infra/main.tf": _TF_V100}, title="V100 has no bf16: fp16 is right"),
         Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
                  "infra/main.tf": _TF_P4D}),
+        Example({"train.py": _HF_ARGS.format(flag="fp16"), "train.sbatch": _SBATCH.format(gpu="v100")},
+                title="a Slurm job on V100s: fp16 is right"),
     ]
     INVALID = [
+        Example({"train.py": _HF_ARGS.format(flag="fp16"), "train.sbatch": _SBATCH.format(gpu="a100")},
+                expect=[Expect("train.py", 2, ("A100", "the GPUs the job requests"))],
+                title="a Slurm job that names A100s and no machine"),
         Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\nTrainer(model=m, args=args).train()\n",
                  "infra/main.tf": _TF_P4D}, expect=[Expect("train.py", 2, "bf16")]),
     ]
 
     def check_workload(self, wl: Workload, ctx):
         c = compute_of(wl)
-        if c is None or c.bf16_supported is not True or trains_on_gpu(wl) is None:
+        if c is None or c.gpu_bf16 is not True or trains_on_gpu(wl) is None:
             return
         view = wl.resolution.precision.view
         if not view.on or view.dtypes != {"fp16"} or view.unknown:
             return  # a setting decided at run time (accelerate's --mixed_precision from a flag) may well be bf16
         at = sorted(view.on, key=lambda p: p[0].loc)[0][0]
-        yield self.finding(at.loc, f"fp16 mixed precision on {c.gpu_model} ({c.instance_name}), which runs bf16 at the same speed without loss scaling",
+        yield self.finding(at.loc, f"fp16 mixed precision on {c.gpu_model} ({_machine(c)}), which runs bf16 at the same speed without loss scaling",
                            symbol=f"{wl.entrypoint}:fp16", workload=wl.name, related=compute_related(wl),
                            cost=unpriced(f"No hourly figure: bf16 and fp16 run at the same Tensor-Core rate on {c.gpu_model}."))
 
@@ -681,22 +695,27 @@ class Bf16OnUnsupportedGpu(Rule):
     VALID = [
         Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
                  "infra/main.tf": _TF_P4D}),
+        Example({"train.py": _HF_ARGS.format(flag="bf16"), "train.sbatch": _SBATCH.format(gpu="a100")},
+                title="a Slurm job on A100s"),
     ]
     INVALID = [
+        Example({"train.py": _HF_ARGS.format(flag="bf16"), "train.sbatch": _SBATCH.format(gpu="v100")},
+                expect=[Expect("train.py", 2, ("the GPUs the job requests", "V100"))],
+                title="a Slurm job that names V100s and no machine"),
         Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
                  "infra/main.tf": _TF_V100}, expect=[Expect("train.py", 2, "V100")]),
     ]
 
     def check_workload(self, wl: Workload, ctx):
         c = compute_of(wl)
-        if c is None or c.bf16_supported is not False or not wl.trains:
+        if c is None or c.gpu_bf16 is not False or not wl.trains:
             return
         view = wl.resolution.precision.view
         for f, dtype in sorted(view.on, key=lambda p: p[0].loc):
             if dtype == "bf16":
-                yield self.finding(f.loc, f"bf16 requested on {c.instance_name} ({c.gpu_model}), which has no bf16 Tensor Cores",
+                yield self.finding(f.loc, f"bf16 requested on {_machine(c)} ({c.gpu_model}), which has no bf16 Tensor Cores",
                                    symbol=f"{wl.entrypoint}:bf16", workload=wl.name, related=compute_related(wl),
-                                   cost=unpriced(f"No hourly figure: on {c.instance_name} the run fails at start or runs on slow non-Tensor-Core paths."))
+                                   cost=unpriced(f"No hourly figure: on {_machine(c)} the run fails at start or runs on slow non-Tensor-Core paths."))
                 return
 
 
@@ -733,9 +752,12 @@ class Tf32NotEnabled(Rule):
     VALID = [
         Example({"train.py": "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n" + _LOOP.split("\n", 1)[1], "infra/main.tf": _TF_P4D}),
         Example({"train.py": _LOOP, "infra/main.tf": _TF_V100}, title="V100 has no TF32"),
+        Example({"train.py": _LOOP, "train.sbatch": _SBATCH.format(gpu="v100")}, title="a Slurm job on V100s"),
     ]
     INVALID = [
         Example({"train.py": _LOOP, "infra/main.tf": _TF_P4D}, expect=[Expect("train.py", 5, "TF32")]),
+        Example({"train.py": _LOOP, "train.sbatch": _SBATCH.format(gpu="a100")},
+                expect=[Expect("train.py", 5, ("TF32", "A100"))], title="a Slurm job that names A100s and no machine"),
     ]
 
     def check_workload(self, wl: Workload, ctx):

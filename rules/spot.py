@@ -27,9 +27,10 @@ def on_spot(wl: Workload) -> bool:
 
 def trains_a_model_on_spot(wl: Workload) -> bool:
     """GPU training on spot capacity whose state is worth keeping: what SPOT001/002/004 judge (a benchmark
-    keeps no state worth a checkpoint)."""
+    keeps no state worth a checkpoint; a run its own time limit stops within half an hour loses less to an
+    interruption than a checkpoint is worth)."""
     trains = trains_on_gpu(wl) is not None or launch_trains_on_gpu(wl)
-    return trains and on_spot(wl) and benchmark_of(wl) is None
+    return trains and on_spot(wl) and benchmark_of(wl) is None and not short_run(compute_of(wl))
 
 
 def lost_work_cost(hw: ResolvedCompute | None, what: str, ctx=None) -> CostImpact:
@@ -209,8 +210,6 @@ trainer.train(resume_from_checkpoint=True)
         if wl.of("checkpoint.save"):
             return
         hw = compute_of(wl)
-        if short_run(hw):
-            return
         yield self.finding(
             _anchor(wl), f"training runs on {capacity_words(hw)} "
                          f"and never saves a checkpoint: each interruption restarts it from zero",
@@ -282,8 +281,6 @@ trainer.train()
             return
         f = saves[0]
         via = f.value.get("via") if isinstance(f.value, dict) else "save"
-        if short_run(compute_of(wl)):
-            return
         yield self.finding(
             f.loc, f"checkpoints are saved ({via}) on {capacity_words(compute_of(wl))} "
                    f"but never loaded: after an interruption training restarts from step 0 (no resume_from_checkpoint, "
@@ -446,7 +443,8 @@ class CheckpointOnEphemeralStorage(Rule):
         * SkyPilot: a path (relative paths live in ``~/sky_workdir``) under no bucket ``file_mounts``
           entry mounted with ``MOUNT``/``MOUNT_CACHED``.
 
-        A directory computed at run time, from an environment variable or a flag keeps it silent. For a job
+        A directory computed at run time, from an environment variable or a flag keeps it silent, as does a
+        run its own time limit stops within half an hour (a Modal Function's 300 s default). For a job
         whose code is not in the repository (an image's script started by torchrun on spot capacity), the
         folder its launch line passes to a checkpoint flag (``--save-dir``, ``--checkpoint-dir``,
         ``--output_dir`` ...) is that job's checkpoint folder.
@@ -497,8 +495,13 @@ file_mounts:
     mode: MOUNT
 run: python train.py
 """
+    _MODAL_SAVE = _MODAL + """\
+        torch.save({{"model": model.state_dict()}}, "/tmp/ckpt/last.pt")
+"""
     VALID = [
         Example({"train.py": _HF.format(dir="/checkpoints/run1"), "sky.yaml": _SKY}, title="bucket-mounted checkpoint dir"),
+        Example({"train_modal.py": _MODAL_SAVE.format(timeout="")},
+                title="Modal container disk, but the run stops within its 300 s default timeout"),
         Example({"train.py": _HF.format(dir="/opt/ml/checkpoints"), "launch.py": """\
 from sagemaker.huggingface import HuggingFace
 est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spot_instances=True,
@@ -516,6 +519,9 @@ est = HuggingFace(entry_point="train.py", instance_type="ml.g5.2xlarge", use_spo
                   max_run=3600, max_wait=7200, checkpoint_s3_uri="s3://b/ckpt")
 """}, expect=[Expect("train.py", 2, ("/opt/ml/model", "/opt/ml/checkpoints"))],
             title="SageMaker: outside the synced folder"),
+        Example({"train_modal.py": _MODAL_SAVE.format(timeout=", timeout=12 * 3600")},
+                expect=[Expect("train_modal.py", 14, ("/tmp/ckpt", "preemptible"))],
+                title="a twelve-hour Modal Function checkpointing to its container disk"),
     ]
 
     def check_workload(self, wl: Workload, ctx):

@@ -162,7 +162,7 @@ def test_passing_train_py_reports_its_own_findings_with_launcher_context(tmp_pat
     repo = copy_fixture("pytorch-fp32-loop", tmp_path, git=True)
     proc = run_cli("scan", "train.py", "--format", "json", cwd=repo)
     assert rows(reported(proc), AT) == [("NET005", "train.py", 24), ("NET006", "train.py", 27), ("IO001", "train.py", 30),
-                              ("IO002", "train.py", 30), ("AMP001", "train.py", 36)]
+                              ("IO002", "train.py", 30), ("AMP001", "train.py", 36), ("AMP005", "train.py", 36)]
     assert any("launch.sh" in l["path"] for w in json.loads(proc.stdout)["workloads"] for l in w["launchers"])
 
 
@@ -172,13 +172,13 @@ def test_output_file(tmp_path):
     proc = run_cli("scan", "fixtures/pytorch-fp32-loop", "--format", "json", "--output", out, cwd=ROOT)
     assert proc.returncode == 1
     assert proc.stdout == ""
-    assert len(json.loads(out.read_text())["findings"]) == 5
+    assert len(json.loads(out.read_text())["findings"]) == 6
 
 
 def test_quiet_prints_findings_only():
     proc = run_cli("scan", ".", "--quiet", cwd=FIXTURES / "pytorch-fp32-loop")
     lines = proc.stdout.splitlines()
-    assert len(lines) == 5 and all(": " in l and "[" in l for l in lines)
+    assert len(lines) == 6 and all(": " in l and "[" in l for l in lines)
     assert "scanned" not in proc.stdout
     clean = run_cli("scan", ".", "--quiet", cwd=FIXTURES / "clean")
     assert clean.stdout == "" and clean.returncode == 0

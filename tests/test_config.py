@@ -23,17 +23,17 @@ def repo(tmp_path):
 # -- where configuration comes from -------------------------------------------------------------
 def test_pyproject_tool_table(repo):
     (repo / "pyproject.toml").write_text('[project]\nname = "imgcls"\n\n[tool.gpulint]\nselect = ["AMP", "NET006"]\n')
-    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "AMP005", "NET006"]
 
 
 def test_pyproject_without_tool_table_is_not_a_config(repo):
     (repo / "pyproject.toml").write_text('[project]\nname = "imgcls"\n[tool.ruff]\nline-length = 100\n')
-    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "IO001", "IO002", "NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "AMP005", "IO001", "IO002", "NET005", "NET006"]
 
 
 def test_dot_gpulint_toml(repo):
     (repo / ".gpulint.toml").write_text('ignore = ["IO"]\n')
-    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "AMP005", "NET005", "NET006"]
 
 
 def test_dot_gpulint_yaml_plain_and_nested(repo):
@@ -53,7 +53,7 @@ def test_discovered_upward_from_the_scanned_path(tmp_path):
     top = tmp_path / "mono"
     shutil.copytree(FIXTURES / "pytorch-fp32-loop", top / "vision")
     (top / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["AMP"]\n')
-    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["AMP001"]
+    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["AMP001", "AMP005"]
     # a nearer config wins over the one further up
     (top / "vision" / ".gpulint.yaml").write_text("select: [NET]\n")
     assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["NET005", "NET006"]
@@ -74,10 +74,10 @@ def test_explicit_config_that_does_not_exist(repo):
 
 # -- select / ignore ----------------------------------------------------------------------------
 @pytest.mark.parametrize("config, expected", [
-    ('select = ["AMP"]\n', ["AMP001"]),
+    ('select = ["AMP"]\n', ["AMP001", "AMP005"]),
     ('select = ["IO", "NET005"]\n', ["IO001", "IO002", "NET005"]),
-    ('ignore = ["NET", "IO002"]\n', ["AMP001", "IO001"]),
-    ('select = ["ALL"]\nignore = ["IO"]\n', ["AMP001", "NET005", "NET006"]),
+    ('ignore = ["NET", "IO002"]\n', ["AMP001", "AMP005", "IO001"]),
+    ('select = ["ALL"]\nignore = ["IO"]\n', ["AMP001", "AMP005", "NET005", "NET006"]),
     # the more specific pattern wins, whichever list it is in
     ('select = ["NET"]\nignore = ["NET006"]\n', ["NET005"]),
     ('select = ["NET006"]\nignore = ["NET"]\n', ["NET006"]),
@@ -99,7 +99,7 @@ def test_cli_select_replaces_config_select_and_cli_ignore_adds(repo):
 def test_extend_select_enables_a_rule_that_is_off_by_default(repo, host):
     # every built-in rule is on by default; extend-select keeps the defaults and adds to them
     (repo / ".gpulint.toml").write_text('extend-select = ["SYS"]\n')
-    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "IO001", "IO002", "NET005", "NET006"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "AMP005", "IO001", "IO002", "NET005", "NET006"]
 
 
 def test_parse_errors_are_reported_even_when_not_selected(tmp_path):
@@ -134,7 +134,7 @@ def test_severity_override(repo):
     rc, _, data = cli_scan(repo)
     sev = {f["code"]: f["severity"] for f in data["findings"]}
     assert sev["AMP001"] == "error" and sev["IO001"] == "info" and sev["NET006"] == "warning"
-    assert data["summary"]["findings"] == {"error": 1, "warning": 2, "info": 2}
+    assert data["summary"]["findings"] == {"error": 1, "warning": 2, "info": 3}
     assert rc == 1  # the raised AMP001 now fails an error-only gate
 
 
@@ -155,18 +155,18 @@ def test_exclude_is_relative_to_the_config_directory(tmp_path):
 
 def test_per_file_ignores(repo):
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"train.py" = ["IO", "NET006"]\n"scripts/*" = ["ALL"]\n')
-    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "NET005"]
+    assert rows(cli_scan(repo)[2]["findings"], unique=True) == ["AMP001", "AMP005", "NET005"]
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"*.py" = ["ALL"]\n')
     assert rows(cli_scan(repo)[2]["findings"], unique=True) == []
     (repo / ".gpulint.toml").write_text('[per-file-ignores]\n"imgcls/**" = ["ALL"]\n')
-    assert len(rows(cli_scan(repo)[2]["findings"], unique=True)) == 5
+    assert len(rows(cli_scan(repo)[2]["findings"], unique=True)) == 6
 
 
 def test_per_file_ignores_are_relative_to_the_config_directory(tmp_path):
     top = tmp_path / "mono"
     shutil.copytree(FIXTURES / "pytorch-fp32-loop", top / "vision")
     (top / "pyproject.toml").write_text('[tool.gpulint.per-file-ignores]\n"vision/train.py" = ["IO"]\n')
-    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["AMP001", "NET005", "NET006"]
+    assert rows(cli_scan(top / "vision")[2]["findings"], unique=True) == ["AMP001", "AMP005", "NET005", "NET006"]
 
 
 # -- bad configuration: exit 2, file + key + problem, never a traceback ---------------------------------

@@ -128,7 +128,8 @@ def test_on_v100_the_advice_is_fp16():
 @pytest.mark.parametrize("common", ["  fp16: true\n", "  bf16: true\n", "  amp: true\n", "  memory_efficient_fp16: true\n"])
 def test_a_switch_in_the_config_is_mixed_precision(common):
     files = _repo(common=common)
-    assert not codes(files, "AMP")
+    # fp16 (amp is fp16 autocast) on the A100s the job asks for is AMP003's info, never AMP001
+    assert codes(files, "AMP") == ([] if "bf16" in common else ["AMP003"])
     assert only_workload(scan_files(files))["resolved"]["precision"]["mixed"] is True
 
 
@@ -163,7 +164,7 @@ def test_a_mandatory_save_dir_is_no_literal_folder():
 @pytest.mark.parametrize("extra", ["common.fp16=true", "+common.bf16=True", "++common.amp=true"])
 def test_an_override_that_turns_a_switch_on_is_mixed_precision(extra):
     files = _repo(extra=extra)
-    assert not codes(files, "AMP")
+    assert codes(files, "AMP") == ([] if "bf16" in extra else ["AMP003"])  # fp16 on the A100s the job asks for
     wl = only_workload(scan_files(files))
     assert wl["resolved"]["precision"]["mixed"] is True
     assert any(r.startswith("overrides: slurm/pretrain.sbatch:4 sets common.") for r in wl["links"])
@@ -232,7 +233,9 @@ def test_on_spot_no_save_on_the_launch_line_is_spot001():
 def test_fairseq_hydra_fixture_repository_end_to_end():
     status, rows, report = cli_scan(FIXTURES / "pk-fairseq-hydra")
     assert status == 1  # the AMP001 warnings fail the scan at the default threshold
-    assert rows == [("AMP001", "conf/pretrain/base.yaml", 4), ("AMP001", "scripts/finetune_ablation.sbatch", 8)]
+    # fp16 on the A100s the fine-tuning jobs ask for: AMP003 at the config's fp16 key
+    assert rows == [("AMP001", "conf/pretrain/base.yaml", 4), ("AMP001", "scripts/finetune_ablation.sbatch", 8),
+                    ("AMP003", "conf/finetune/base_10h.yaml", 4)]
     names = sorted(w["name"] for w in report["workloads"])
     assert names == ["scripts/finetune.sbatch#slurm (fairseq-hydra-train)",
                      "scripts/finetune_ablation.sbatch#slurm (fairseq-hydra-train)",

@@ -25,6 +25,8 @@ EXPECTED = {
         ("IO001", "train.py", 30),
         ("IO002", "train.py", 30),
         ("AMP001", "train.py", 36),
+        # the A100s it asks for are Ampere (the GPU-hour rate's instance says so): fp32 matmuls without TF32
+        ("AMP005", "train.py", 36),
     ],
     "accelerate-no-mp": [("AMP001", "configs/accelerate.yaml", 8)],
     "hf-trainer-bf16": [],
@@ -158,7 +160,7 @@ def test_every_finding_carries_guidance_cost_and_fingerprint():
 
 def test_summary_counts_match_findings():
     _, data = scan_json("pytorch-fp32-loop")
-    assert data["summary"]["findings"] == {"error": 0, "warning": 4, "info": 1}
+    assert data["summary"]["findings"] == {"error": 0, "warning": 4, "info": 2}
     assert data["summary"]["files"] >= 4
     assert [w["entrypoint"] for w in data["workloads"]] == ["train.py"]
 
@@ -249,9 +251,9 @@ def test_text_format_lines_and_summary():
     assert any(l.startswith("train.py:36:13: AMP001 [warning] Training loop runs in fp32") for l in lines)
     assert "\x1b[" not in proc.stdout
     summary = next(l for l in lines if l.startswith("Found "))
-    assert "5 findings" in summary and "1 workload" in summary
-    # as ruff ends: what --fix would do (IO002 safe; IO001 and NET005 unsafe)
-    assert lines[-1] == "1 finding fixable with `gpulint scan --fix`; 2 more with `--unsafe-fixes` (`--diff` shows the edits)."
+    assert "6 findings" in summary and "1 workload" in summary
+    # as ruff ends: what --fix would do (IO002 safe; IO001, NET005 and AMP005 unsafe)
+    assert lines[-1] == "1 finding fixable with `gpulint scan --fix`; 3 more with `--unsafe-fixes` (`--diff` shows the edits)."
 
 
 def test_clean_text_says_no_findings():

@@ -210,7 +210,9 @@ def test_run_script_launches_that_script_on_the_executor():
 def test_nemo_run_fixture_repository_end_to_end():
     status, rows, report = cli_scan(FIXTURES / "nemo-run-recipes")
     assert status == 1  # SPOT001 is an error
-    assert rows == [("AMP001", "launch/train_resnet_spot.py", 16), ("AMP005", "launch/train_resnet_spot.py", 16),
+    # the Slurm job names A100s (no machine): fp16_mixed there is AMP003, the GPU known from its request
+    assert rows == [("AMP001", "launch/train_resnet_spot.py", 16), ("AMP003", "launch/finetune_slurm.py", 22),
+                    ("AMP005", "launch/train_resnet_spot.py", 16),
                     ("NET002", "launch/pretrain_skypilot.py", 26), ("SPOT001", "launch/train_resnet_spot.py", 16)]
     by_name = {w["name"]: w for w in report["workloads"]}
     assert sorted(by_name) == ["launch/finetune_slurm.py", "launch/pretrain_skypilot.py", "launch/smoke_local.py",

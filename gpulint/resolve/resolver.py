@@ -162,13 +162,13 @@ class Resolver:
             else:
                 why = f"{compute.id} names no instance type"
         like = None
-        # (a job priced per GPU-hour names its GPU through that rate already; its architecture stays unread here)
+        # (a job priced per GPU-hour names its GPU through that rate already: the rate's instance gives its architecture)
         if inst is None and gpu_hour is None and accel and accel.get("type"):
             like = next(iter(cat.by_accelerator(str(accel.get("type")), None, provider)), None)
         rc = ResolvedCompute(
             id=compute.id, path=compute.path, target=compute.target, loc=compute.loc, source=source, provider=provider,
             resource=resource, target_role=tv.get("role"), device=device, device_reason=reason, instance=inst,
-            gpu_like=like, architecture=self._architecture(inst or like),
+            gpu_like=like, architecture=self._architecture(inst or like or (gpu_hour.source if gpu_hour is not None else None)),
             instance_written=next((n for n, f in names if f is inst_fact), names[0][0] if names else None),
             instance_loc=inst_fact.loc if inst_fact is not None else None, assumed=assumed, accelerator=accel,
             gpus_per_node=gpn or (inst.gpu_count if inst is not None else None), nodes=nodes,

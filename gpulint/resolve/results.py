@@ -111,7 +111,7 @@ class ResolvedCompute:
     #: a catalogue instance with that GPU, for the GPU's own properties (model, architecture, bf16) only, never
     #: for a price, a GPU count or a network
     gpu_like: "Instance | None" = None
-    architecture: str | None = None  # of the instance's GPU model (Ampere, Hopper ...), from the catalogue
+    architecture: str | None = None  # of the GPU model (Ampere, Hopper ...): the instance's, gpu_like's or the GPU-hour rate's
     instance_written: str | None = None  # as written (SageMaker "ml." names included)
     instance_loc: Location | None = None  # where the instance type (or the pin) was written
     instance_pinned_by: str | None = None  # "[tool.gpulint] workloads table" when the table decided it
@@ -150,6 +150,8 @@ class ResolvedCompute:
     def gpu_model(self) -> str | None:
         if self.instance is not None:
             return self.instance.gpu_model
+        if self.gpu_hour is not None:
+            return self.gpu_hour.gpu_model
         return self.gpu_like.gpu_model if self.gpu_like is not None else None
 
     @property
