@@ -644,7 +644,9 @@ class IdleGpus(Rule):
         Counts the GPU processes per node the workload's launcher starts (``torchrun
         --nproc_per_node``, 1 when the flag is absent; ``accelerate launch --num_processes`` or its
         config; ``deepspeed --num_gpus``; one for plain ``python``) and compares them with the GPUs per
-        node of its catalogue instance (or the GPUs its Kubernetes container requests there). A single ``python``
+        node of its catalogue instance (or the GPUs its Kubernetes container requests there, or those a job that
+        names only a GPU model asks for: ``--gres=gpu:a100:4``, a Modal ``gpu="A100:4"``). A launch a shell script
+        sends to the background (``python train.py &``, a sweep of one run per GPU) is no count. A single ``python``
         process counts as using every GPU when the code uses ``DataParallel``/DDP/FSDP, HF Trainer,
         Lightning, DeepSpeed, Keras or Ray Train (its ``ScalingConfig`` starts the GPU workers), or loads a
         HF model (``device_map="auto"`` may spread it), and tensor/pipeline-parallel arguments keep it silent;
@@ -715,6 +717,10 @@ Trainer(model=model, args=TrainingArguments(output_dir="out", bf16=True), train_
             title="HF Trainer in one process uses DataParallel over every GPU"),
         Example({"train.py": _LIGHTNING.format(devices=8), "run.sh": "python train.py\n", "infra/main.tf": _TF},
                 title="a Lightning Trainer that uses every GPU of the node"),
+        Example({"train.py": _LOOP.replace("model = DDP(Net().cuda())", "model = Net().cuda()"),
+                 "sweep.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:a100:4\nfor i in 0 1 2 3; do\n"
+                                 "  CUDA_VISIBLE_DEVICES=$i python train.py --seed $i &\ndone\nwait\n"},
+                title="a sweep: one background run per requested GPU"),
     ]
     INVALID = [
         Example({"train.py": _LIGHTNING.format(devices=2), "run.sh": "python train.py\n", "infra/main.tf": _TF},
@@ -755,6 +761,11 @@ spec:
 """},
             expect=[Expect("k8s/job.yaml", 13, ("1 GPU process per node", "3 of 4 GPUs"))],
             title="plain python, no DDP, on a 4-GPU request"),
+        Example({"train.py": _LOOP.replace("model = DDP(Net().cuda())", "model = Net().cuda()").replace(
+                    "dist.init_process_group(\"nccl\")\n", ""),
+                 "train.sbatch": "#!/bin/bash\n#SBATCH --gres=gpu:a100:4\n#SBATCH --time=24:00:00\npython train.py\n"},
+                expect=[Expect("train.sbatch", 4, ("4x a100 it requests", "3 of 4 GPUs"))],
+                title="a Slurm job asks for four A100s and starts one process"),
     ]
 
     def check_repo(self, workloads, ctx):
@@ -791,7 +802,8 @@ spec:
                 message,
                 symbol=f"{wl.entrypoint}:{tool}",
                 related=compute_related(wl),
-                guidance=f"{fix} or move to an instance with {procs} GPU{plural}. Run `gpulint explain MEM004`.",
+                guidance=f"{fix} or {'move to an instance' if c.instance is not None else 'request only those'} with {procs} GPU{plural}. "
+                         "Run `gpulint explain MEM004`.",
                 cost=avoidable(wl, idle / gpn, f"{idle} of {gpn} GPUs per node run nothing; their share of the instance price is "
                                               "wasted", "medium"),
                 workload=wl.name,

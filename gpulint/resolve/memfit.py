@@ -184,12 +184,16 @@ def processes_per_node(wl: Workload) -> int | None:
 
     torchrun without ``--nproc_per_node`` starts one; ``deepspeed`` without ``--num_gpus`` all the
     node's GPUs, and so does a SageMaker estimator whose ``distribution`` is data-parallel; ``accelerate launch`` takes ``--num_processes`` or its config (without either the
-    machine's default config decides); plain ``python`` starts one.
+    machine's default config decides); plain ``python`` starts one. A launch a shell script sends to the
+    background (``python train.py &``, often one per GPU in a loop) runs beside others: not decided.
     """
     c = compute_of(wl)
     results: set[int | None] = set()
     for l in wl.launchers:
         v = l.value
+        if (l.attrs or {}).get("background"):
+            results.add(None)
+            continue
         flags = {k.lstrip("-").replace("-", "_") for k in ((l.attrs or {}).get("flags") or {})}
         tool = v.get("tool")
         n = v.get("nproc_per_node")
@@ -568,9 +572,9 @@ def idle_gpus(wl: Workload) -> tuple[int, int, Fact] | None:
     node has GPUs and nothing in the code spreads one process over several GPUs; else None."""
     c = compute_of(wl)
     gpn = c.gpus_per_node if c is not None else None
-    # a known catalogue instance, or a GPU model the catalogue knows (a Modal Function's gpu="A100:4"): an unknown
-    # accelerator type may not be a GPU at all
-    if c is None or (c.instance is None and c.gpu_like is None) or not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
+    # a known catalogue instance, or a GPU model the catalogue knows (a Modal Function's gpu="A100:4", a Slurm job's
+    # --gres=gpu:a100:4 priced per GPU-hour): an unknown accelerator type may not be a GPU at all
+    if c is None or (c.instance is None and c.gpu_like is None and c.gpu_hour is None) or not isinstance(gpn, int) or gpn < 2 or not wl.launchers or model_parallel_hint(wl):
         return None
     procs = processes_per_node(wl)
     if not procs or procs >= gpn:

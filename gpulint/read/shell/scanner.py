@@ -398,7 +398,7 @@ class ShellScanner:
                     skip_target = False
                     continue
                 if cmd:
-                    self._statement(cmd)
+                    self._statement(cmd, background=tok.text == "&")
                 cmd = []
                 if tok.text == ")" and self.stack and self.stack[-1].kind == "(":
                     self._pop()  # end of a subshell; in `case`, `pat)` closes nothing
@@ -499,7 +499,9 @@ class ShellScanner:
             self.lines[name] = line
 
     # -- one simple command
-    def _statement(self, toks: list[Tok]) -> None:
+    def _statement(self, toks: list[Tok], background: bool = False) -> None:
+        """One simple command; ``background``: it ends in ``&``, so the script goes on while it runs (a sweep that
+        starts one run per GPU, often in a loop): its launch is one of several running at once."""
         toks = self._drop_redirects(toks)
         while toks and toks[0].kind == "word" and len(toks[0].parts) == 1 and toks[0].parts[0][0] == "lit" \
                 and not toks[0].parts[0][2]:
@@ -565,7 +567,7 @@ class ShellScanner:
         launch = self._with_candidates(toks, launch)
         if launch is None:
             return
-        self._launched(launch, assigns)
+        self._launched(launch, assigns, background)
 
     def _with_candidates(self, toks: list[Tok], launch):
         """A launch whose script word holds a variable an `if` set to several literals (`torchrun $SCRIPT`):
@@ -606,7 +608,7 @@ class ShellScanner:
             launch.notes["script_candidates_open"] = [name]
         return launch
 
-    def _launched(self, launch, assigns: list[Tok]) -> None:
+    def _launched(self, launch, assigns: list[Tok], background: bool = False) -> None:
         for one in [launch] + list(launch.more):
             self.found.append(one)
             if one.value.get("tool") == "program":  # counted apart: other launches keep their numbers
@@ -617,7 +619,7 @@ class ShellScanner:
                 target = self.launch_target or f"launch{self.launches}"
             for a in assigns:  # `NCCL_DEBUG=INFO torchrun ...`: set for this launch only
                 self._assign(a, exported=True, target=target, persist=False)
-            self._emit_launch(one, target)
+            self._emit_launch(one, target, background)
 
     def _fetches(self, words: list) -> bool:
         """Record what a download or clone writes (and a cd into it); True when the statement is one."""
@@ -725,10 +727,12 @@ class ShellScanner:
         end = w.column + length if length else None
         return Location(self.path, w.line, w.column, w.line if end else None, end)
 
-    def _emit_launch(self, launch, target: str) -> None:
+    def _emit_launch(self, launch, target: str, background: bool = False) -> None:
         v = launch.value
         flags = {k: [w.line, w.column] for k, w in launch.flags.items()}
         attrs = {"flags": flags, **launch_provenance(launch), **launch.notes}
+        if background:
+            attrs["background"] = True
         cwd = self.vars.get(_CWD)
         if isinstance(cwd, tuple) and (cwd[0] or cwd[1] != "."):
             attrs["cwd"] = {"path": cwd[1], **({"relative_to": "launcher"} if cwd[0] else {})}
