@@ -18,7 +18,7 @@ _PRE_TENSOR_CORE = ("Kepler", "Maxwell", "Pascal")
 
 def _machine(c) -> str:
     """The machine a finding names: the instance, else (a job that names only its GPU model) what it requests."""
-    return c.instance_name or "the GPUs the job requests"
+    return c.instance_name or "the GPUs the job asks for"
 
 
 class MissingMixedPrecision(Rule):
@@ -644,7 +644,7 @@ class Fp16OnBf16CapableGpu(Rule):
     ]
     INVALID = [
         Example({"train.py": _HF_ARGS.format(flag="fp16"), "train.sbatch": _SBATCH.format(gpu="a100")},
-                expect=[Expect("train.py", 2, ("A100", "the GPUs the job requests"))],
+                expect=[Expect("train.py", 2, ("A100", "the GPUs the job asks for"))],
                 title="a Slurm job that names A100s and no machine"),
         Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\nTrainer(model=m, args=args).train()\n",
                  "infra/main.tf": _TF_P4D}, expect=[Expect("train.py", 2, "bf16")]),
@@ -700,7 +700,7 @@ class Bf16OnUnsupportedGpu(Rule):
     ]
     INVALID = [
         Example({"train.py": _HF_ARGS.format(flag="bf16"), "train.sbatch": _SBATCH.format(gpu="v100")},
-                expect=[Expect("train.py", 2, ("the GPUs the job requests", "V100"))],
+                expect=[Expect("train.py", 2, ("the GPUs the job asks for", "V100"))],
                 title="a Slurm job that names V100s and no machine"),
         Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
                  "infra/main.tf": _TF_V100}, expect=[Expect("train.py", 2, "V100")]),
@@ -729,7 +729,9 @@ class Tf32NotEnabled(Rule):
         or ``TrainingArguments(tf32=True)``. PyTorch has left matmul TF32 off by default since 1.12.
     Why it costs money:
         On A100 fp32 matmuls run at 19.5 TFLOPS, TF32 Tensor-Core matmuls at 156: a one-line change
-        for most of the fp32 step time.
+        for most of the fp32 step time of linear and attention layers. cuDNN convolutions already run
+        on TF32 by default (``torch.backends.cudnn.allow_tf32`` is True), so a convolution-only network
+        gains less.
     How to fix:
         At start-up::
 
@@ -785,7 +787,8 @@ class Tf32NotEnabled(Rule):
         at = off[0] if off else trains
         why = f"{at.key}: false turns it off at {at.loc.short()}" if off else "matmul TF32 is off by default since PyTorch 1.12"
         extra = {"guidance": f"Set `tf32: true` in {at.loc.path}, and better still train in bf16 (AMP001)."} if off else {}
-        yield self.finding(at.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores ({why})",
+        yield self.finding(at.loc, f"fp32 matmuls on {c.gpu_model} run without TF32 Tensor Cores ({why}; "
+                                   "convolutions use TF32 by default, so the gain is in linear and attention layers)",
                            symbol=f"{wl.entrypoint}:tf32", workload=wl.name, related=compute_related(wl),
                            cost=unpriced("Not added to the total: it overlaps AMP001's saving on the same fp32 matmuls."),
                            fix=None if off else fixes.enable_tf32(trains, tf32), **extra)

@@ -88,7 +88,7 @@ def test_bf16_on_requested_v100s_is_amp004_and_names_the_request():
     result = scan_files(_job("torchrun --nproc_per_node 4 train.py\n", gpu="v100", code=code))
     assert [(f.code, f.loc.line) for f in result.findings if f.code.startswith("AMP")] == [("AMP004", 5)]
     [f] = [f for f in result.findings if f.code == "AMP004"]
-    assert "the GPUs the job requests" in f.message and "None" not in f.message
+    assert "the GPUs the job asks for" in f.message and "None" not in f.message
 
 
 def test_spot_rules_skip_a_run_its_time_limit_keeps_short():

@@ -472,3 +472,36 @@ def test_only_a_word_that_is_one_expansion_may_add_flags(word, is_open):
     literal text around its expansion is a value, and the line's flags are read as complete."""
     [launch] = [f for f in read_shell(f"torchrun train.py {word} --epochs 2\n", "run.sh") if f.kind == "launch"]
     assert bool(launch.value.get("args_open")) is is_open
+
+
+# -- a command held in a variable and run by `bash -c "$CMD"`, its run-time words unknown -------------------------
+_RUN_CMD = '''
+#!/bin/bash
+#SBATCH --nodes=2
+NUM_PROCESSES=$(expr $SLURM_NNODES \\* 4)
+RUN_CMD="accelerate launch \\
+        --config_file=$1 \\
+        --num_processes=$NUM_PROCESSES \\
+        --machine_rank=\\$SLURM_NODEID \\
+        finetune.py $* \\
+        --num-workers 10
+"
+srun bash -c "$RUN_CMD"
+'''
+
+
+def test_bash_c_of_a_variable_runs_the_command_assigned_to_it():
+    [launch] = facts(_RUN_CMD, "launch")
+    assert launch.value["tool"] == "accelerate" and launch.value["script"] == "finetune.py"
+    assert launch.loc.line == 11  # the line that runs it, not the assignment
+    assert launch.value["num_processes"] != 8 and not isinstance(launch.value["num_processes"], int)  # from $(expr ...)
+
+
+def test_a_reassigned_command_variable_runs_its_last_value():
+    text = 'CMD="torchrun --nproc_per_node $N old.py"\nCMD="python new.py"\nbash -c "$CMD"\n'
+    assert [f.value["script"] for f in facts(text, "launch")] == ["new.py"]
+
+
+def test_a_command_variable_whose_value_is_unknown_runs_nothing_known():
+    assert facts('CMD=$(cat cmd.txt)\nbash -c "$CMD"\n', "launch") == []
+    assert facts('bash -c "$NEVER_SET"\n', "launch") == []

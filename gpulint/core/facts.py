@@ -238,7 +238,7 @@ register("launch", "launcher", {**_obj(("tool",), tool=STR, script=OPT_STR, modu
          "holds a variable the branches of an `if` set to several literals, or one over a ${VAR:-default}; script is "
          "then null) and script_candidates_open [VAR] (some path leaves VAR to the caller's environment); cwd {path, "
          "relative_to?} (the folder a `cd` moved to before the launch: relative to the launcher's folder with "
-         "relative_to launcher, else to the caller's working folder); unknown_prefix \"$WRAPPER\" (an unresolved word runs first: a profiler, or echo); attribute "
+         "relative_to launcher, else to the caller's working folder); unknown_prefix \"$WRAPPER\" (an unresolved word runs first: a profiler, or echo); background (the shell line ends in &: it runs beside others, a sweep of one run per GPU); attribute "
          "(the Terraform boot-script attribute: user_data, custom_data, metadata.startup-script ...); via file|filebase64|"
          "templatefile|template_file|SourceCode.command; template_vars; cloud_init runcmd; stage/wdir/foreach/matrix "
          "(dvc.yaml); phase (SkyPilot); container (Kubernetes).")

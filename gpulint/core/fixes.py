@@ -789,7 +789,7 @@ def bf16_capable(wl: Any) -> bool | None:
     nothing beyond the model.)"""
     resolution = getattr(wl, "resolution", None)
     c = resolution.compute if resolution is not None else None
-    return c.bf16_supported if c is not None else None
+    return c.gpu_bf16 if c is not None else None
 
 
 def enable_bf16(at: Fact, wl: Any) -> Fix | None:

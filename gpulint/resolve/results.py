@@ -235,7 +235,7 @@ class ResolvedCompute:
             "instance_fact": _where(self.instance_loc) or self.instance_pinned_by, "assumed": self.assumed,
             "accelerator": self.accelerator, "gpu_model": self.gpu_model, "gpu_count": self.gpu_count,
             "gpus_per_node": self.gpus_per_node, "gpu_memory_gib": self.gpu_memory_gib,
-            "bf16_supported": self.bf16_supported, "architecture": self.architecture, "interconnect": self.interconnect, "network_gbps": self.network_gbps,
+            "bf16_supported": self.gpu_bf16, "architecture": self.architecture, "interconnect": self.interconnect, "network_gbps": self.network_gbps,
             "rdma": self.rdma, "efa_interfaces": self.efa_interfaces, "local_nvme_gib": self.local_nvme_gib,
             "nodes": self.nodes, "min_nodes": self.min_nodes, "capacity": self.capacity,
             "capacity_fact": _where(self.capacity_loc) or self.capacity_pinned_by,

@@ -78,6 +78,9 @@ _DIR = "\x00dir:"  # prefix of a folder relative to the script's folder, same ev
 # vars_ key of the working folder a `cd` moved to: ("launcher", path) relative to the script's folder, ("", path)
 # relative to wherever the caller ran it; UNKNOWN after a `cd` that cannot be followed
 _CWD = "\x00cwd"
+# vars_ key prefix of a variable's assigned text with its unresolved parts written back as `$NAME` (a value that is
+# UNKNOWN as a whole): a `bash -c "$RUN_CMD"` expands it itself, so the command it runs is that text, those words unknown
+_TEMPLATE = "\x00template:"
 
 
 # ---------------------------------------------------------------- expansion
@@ -197,6 +200,24 @@ def _default_word(word: str, vars_: dict):
     if len(values) == 1 and isinstance(values[0], _Val):
         return _Val(text, *_tags(values[0]))
     return text
+
+
+def _template(parts, vars_) -> str:
+    """The right of `NAME=` with what resolves substituted and the rest written as the shell would see it again."""
+    out = []
+    for p in parts:
+        if p[0] == "lit":
+            out.append(p[1])
+        elif p[0] == "var":
+            val = _var_value(p[1], p[2], vars_)
+            out.append(("${%s%s}" % (p[1], p[2]) if p[2] else "${%s}" % p[1]) if val is UNKNOWN else str(val))
+        elif p[0] == "arr":
+            val = vars_.get(p[1])
+            known = isinstance(val, list) and all(w.known for w in val)
+            out.append(" ".join(w.text for w in val) if known else "${%s[@]}" % p[1])
+        else:
+            out.append("$(%s)" % p[1])
+    return "".join(out)
 
 
 def _assigned_value(parts, vars_) -> str | None:
@@ -710,6 +731,8 @@ class ShellScanner:
             value = old + value if isinstance(old, str) and value is not None else None
         if persist:
             self._set(name, UNKNOWN if value is None else value, tok.line)
+            if (value is None and not append) or _TEMPLATE + name in self.vars:
+                self._set(_TEMPLATE + name, _template(rest, self.vars) if value is None and not append else UNKNOWN)
         if self.env_names.match(name):
             attrs = {"exported": exported}
             if self.stack:
@@ -796,9 +819,14 @@ def inline_launches(src: Word, variables: dict | None = None) -> list:
     ``$0`` is not a file). Positions point into the string."""
     vars_ = {k: v for k, v in (variables or {}).items() if k != _SELF}
     scanner = ShellScanner("", vars_)
-    col = src.column + (1 if "\n" not in src.text else 0)
+    text, col = src.text, src.column + (1 if "\n" not in src.text else 0)
+    ref = None if src.known else re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", text)
+    if ref is not None and isinstance(vars_.get(_TEMPLATE + ref.group(1)), str):
+        # `bash -c "$RUN_CMD"`: the command assigned to RUN_CMD, its unresolved words left unknown; positions are
+        # the reference's own, the line that runs it
+        text, col = " ".join(vars_[_TEMPLATE + ref.group(1)].split()), src.column
     try:
-        scanner.feed(src.text, src.line, col)
+        scanner.feed(text, src.line, col)
     except RecursionError:
         return []
     env_before: list = []
