@@ -220,6 +220,8 @@ def _lightning(f: Facts) -> None:
                       c.node, "precision")
     for c in lightning.cli_runs(f):  # the --config file's trainer.precision (or --trainer.precision) decides
         f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None, "from_config": True}, c.node, "precision")
+    for c, _ in hydra.instantiated_trainers(f):  # ``hydra.utils.instantiate(cfg.trainer)``: as ``Trainer(**cfg.trainer)``
+        f.add("precision", {"mechanism": "lightning", "dtype": None, "enabled": None, "from_config": True}, c.node, "precision")
 
 
 _EVALUATIONS = frozenset({"test", "validate", "predict"})

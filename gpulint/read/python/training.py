@@ -19,7 +19,7 @@ import ast
 from gpulint.core.model import Fact
 from gpulint.read.python.benchmark import benchmarked_step, demo
 from gpulint.read.python.common import Facts, classes_around, owner
-from gpulint.read.python.frameworks import jax, keras, lightning, ray
+from gpulint.read.python.frameworks import hydra, jax, keras, lightning, ray
 from gpulint.read.python.index import Call, PyIndex, literal
 from gpulint.read.python.names import (ACCELERATOR, DS_INIT, HF_TRAINERS, LIGHTNING_CLI, LIGHTNING_TRAINERS, MEGATRON_PRETRAIN, NOT_LOCAL,
                                        framework_class, trainer_classes)
@@ -75,9 +75,12 @@ def _trainer_calls(f: Facts, local_trainers: dict[str, str]) -> None:
     Keras ``model.fit``; or a trainer class imported from a repository module, for the linker to decide."""
     ix = f.ix
     cli = lightning.cli_runs(f)
+    hydra_fits = {id(fit) for _, fit in hydra.instantiated_trainers(f)}
     for c in ix.calls:
         q = c.qualname or ""
-        if q.endswith("().train") and framework_class(q[: -len("().train")], local_trainers) in HF_TRAINERS:
+        if id(c) in hydra_fits:  # ``hydra.utils.instantiate(cfg.trainer).fit(...)``: a Lightning Trainer the config builds
+            f.add("trains", {"via": "lightning"}, c.node, q, **owner(ix, c))
+        elif q.endswith("().train") and framework_class(q[: -len("().train")], local_trainers) in HF_TRAINERS:
             f.add("trains", {"via": "hf_trainer"}, c.node, q, **owner(ix, c))
         elif q.endswith("().fit") and framework_class(q[: -len("().fit")], local_trainers) in LIGHTNING_TRAINERS:
             f.add("trains", {"via": "lightning"}, c.node, q, **owner(ix, c))
