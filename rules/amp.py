@@ -635,9 +635,9 @@ class Fp16OnBf16CapableGpu(Rule):
     family = "AMP"
     since = "0.1.0"
     VALID = [
-        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\nTrainer(model=m, args=args).train()\n",
+        Example({"train.py": _HF_ARGS.format(flag="fp16"),
                  "infra/main.tf": _TF_V100}, title="V100 has no bf16: fp16 is right"),
-        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
+        Example({"train.py": _HF_ARGS.format(flag="bf16"),
                  "infra/main.tf": _TF_P4D}),
         Example({"train.py": _HF_ARGS.format(flag="fp16"), "train.sbatch": _SBATCH.format(gpu="v100")},
                 title="a Slurm job on V100s: fp16 is right"),
@@ -646,7 +646,7 @@ class Fp16OnBf16CapableGpu(Rule):
         Example({"train.py": _HF_ARGS.format(flag="fp16"), "train.sbatch": _SBATCH.format(gpu="a100")},
                 expect=[Expect("train.py", 2, ("A100", "the GPUs the job asks for"))],
                 title="a Slurm job that names A100s and no machine"),
-        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\nTrainer(model=m, args=args).train()\n",
+        Example({"train.py": _HF_ARGS.format(flag="fp16"),
                  "infra/main.tf": _TF_P4D}, expect=[Expect("train.py", 2, "bf16")]),
     ]
 
@@ -693,7 +693,7 @@ class Bf16OnUnsupportedGpu(Rule):
     family = "AMP"
     since = "0.1.0"
     VALID = [
-        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
+        Example({"train.py": _HF_ARGS.format(flag="bf16"),
                  "infra/main.tf": _TF_P4D}),
         Example({"train.py": _HF_ARGS.format(flag="bf16"), "train.sbatch": _SBATCH.format(gpu="a100")},
                 title="a Slurm job on A100s"),
@@ -702,7 +702,7 @@ class Bf16OnUnsupportedGpu(Rule):
         Example({"train.py": _HF_ARGS.format(flag="bf16"), "train.sbatch": _SBATCH.format(gpu="v100")},
                 expect=[Expect("train.py", 2, ("the GPUs the job asks for", "V100"))],
                 title="a Slurm job that names V100s and no machine"),
-        Example({"train.py": "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\nTrainer(model=m, args=args).train()\n",
+        Example({"train.py": _HF_ARGS.format(flag="bf16"),
                  "infra/main.tf": _TF_V100}, expect=[Expect("train.py", 2, "V100")]),
     ]
 

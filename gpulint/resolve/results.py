@@ -164,10 +164,6 @@ class ResolvedCompute:
         return self.instance.gpu_memory_gib if self.instance is not None else None
 
     @property
-    def bf16_supported(self) -> bool | None:
-        return self.instance.bf16_supported if self.instance is not None else None
-
-    @property
     def gpu_bf16(self) -> bool | None:
         """Whether the GPU has bf16: the instance's, or, for a job that names only its GPU model (priced per
         GPU-hour), that model's (an architecture's property, the same on every instance that has it)."""

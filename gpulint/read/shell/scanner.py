@@ -731,8 +731,9 @@ class ShellScanner:
             value = old + value if isinstance(old, str) and value is not None else None
         if persist:
             self._set(name, UNKNOWN if value is None else value, tok.line)
-            if (value is None and not append) or _TEMPLATE + name in self.vars:
-                self._set(_TEMPLATE + name, _template(rest, self.vars) if value is None and not append else UNKNOWN)
+            fresh = value is None and not append  # unresolved as a whole: keep its text for a `bash -c "$NAME"`
+            if fresh or _TEMPLATE + name in self.vars:
+                self._set(_TEMPLATE + name, _template(rest, self.vars) if fresh else UNKNOWN)
         if self.env_names.match(name):
             attrs = {"exported": exported}
             if self.stack:
