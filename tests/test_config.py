@@ -222,3 +222,21 @@ def test_unknown_code_anywhere_in_config_is_exit_2(repo, text):
     proc = run_cli("scan", repo)
     assert proc.returncode == 2
     assert str(repo / ".gpulint.toml") in proc.stderr
+
+
+def test_models_table_as_the_readme_shows_it_sizes_the_model(tmp_path):
+    """`[tool.gpulint.models]` as the README documents it: a name -> parameter count. This crashed every scan with
+    KeyError 'id' (the config entries were built with another key than the bundled table's)."""
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint.models]\n"my-org/chat-large" = 13e9\n')
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        'model = AutoModelForCausalLM.from_pretrained("my-org/chat-large")\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="out")).train()\n')
+    scan = run_cli("scan", tmp_path, "--no-cache")
+    assert scan.returncode in (0, 1) and "internal error" not in scan.stderr + scan.stdout, scan.stderr
+    import json
+    out = run_cli("workloads", tmp_path, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    model = json.loads(out.stdout)["workloads"][0]["resolved"]["model"]
+    assert model["params"] == 13_000_000_000
+    assert "[tool.gpulint.models]" in model["evidence"] and "my-org/chat-large" in model["evidence"]

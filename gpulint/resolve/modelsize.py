@@ -86,7 +86,8 @@ def from_name(name: Any, extra: Iterable[Mapping] = ()) -> ModelSize | None:
     extra = tuple(extra)
     entry = _lookup(name, extra)
     if entry is not None:
-        return _from_entry(entry, f"known model {entry['id']!r} in gpulint's model table (matched {name.strip()!r})")
+        table = entry.get("table", "gpulint's model table")  # [tool.gpulint.models] entries name their table
+        return _from_entry(entry, f"known model {entry['id']!r} in {table} (matched {name.strip()!r})")
     last = name.strip().rstrip("/").rsplit("/", 1)[-1]
     moe = _MOE.search(last)
     if moe:

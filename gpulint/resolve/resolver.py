@@ -34,6 +34,7 @@ from gpulint.link.workloads import Compute, Repo, Workload
 #: Kubernetes objects that are capacity (nodes), not pods: they need no GPU request to be GPU compute
 _CAPACITY_OBJECTS = ("NodePool/", "Provisioner/", "NodeClaim/", "EC2NodeClass/")
 TABLE = "[tool.gpulint] workloads table"
+CONFIG_MODELS = "[tool.gpulint.models]"
 
 
 class Resolver:
@@ -429,7 +430,8 @@ class Resolver:
         return self.priced(rc.with_(**changes))
 
     def _model(self, wl: Workload) -> ModelInfo | None:
-        extra = [{"name": k, "params": int(v)} for k, v in (self.config.models or {}).items()]
+        extra = [{"id": k, "params": int(v), "table": CONFIG_MODELS, "source": CONFIG_MODELS}
+                 for k, v in (self.config.models or {}).items()]
         ov = wl.overrides
         if ov.get("params"):
             return ModelInfo(params=int(ov["params"]), evidence=f"{TABLE} params", name=ov.get("model"))
