@@ -93,7 +93,7 @@ def content_cases() -> list[Case]:
                                                                       "data:\n  key: value\n" for _ in range(6000))}, silent=("h/many.yaml",)),
         Case("deep-yaml-flow", "usual suspects", {"h/deep_flow.yaml": "x: " + "[" * 100_000 + "]" * 100_000 + "\n"},
              {"h/deep_flow.yaml": "deeper than 200"}),
-        Case("deep-yaml-block", "usual suspects", {"h/deep_block.yaml": "- " * 3000 + "a\n"}, {"h/deep_block.yaml": "nested too deeply"}),
+        Case("deep-yaml-block", "usual suspects", {"h/deep_block.yaml": "- " * 3000 + "a\n"}, {"h/deep_block.yaml": "YAML nest"}),
         Case("yaml-python-tags", "no execution", {"h/tags.yaml": "a: !!python/object/apply:os.system ['touch EXECUTED']\n"
                                                   "b: !!python/name:os.system\nc: !Ref Subnet\n"}, silent=("h/tags.yaml",)),
         # -- 10.10 a 1.9 MB single-line Python file ---------------------------------------------------
