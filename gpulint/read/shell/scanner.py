@@ -184,6 +184,32 @@ def _var_value(name: str, mod: str, vars_: dict):
     return UNKNOWN if alt is None else alt
 
 
+def _defaulted_alts(parts, vars_: dict, line: int) -> _Alts | None:
+    """``${S:=word}`` / ``${S:-word}`` (the whole right of an assignment) where an `if` left S one of several
+    literals: those values, with ``word`` in place of an empty one and, where some path left S unset, ``word``
+    as one more candidate (assigned at ``line``); None for anything else or a default that does not resolve."""
+    if len(parts) == 2 and parts[0] == ("lit", "", False):
+        parts = parts[1:]
+    if len(parts) != 1 or parts[0][0] != "var":
+        return None
+    _, name, mod, *_ = parts[0]
+    val = vars_.get(name)
+    m = re.match(r"^(:?)([-=])(.*)$", mod or "", re.S)
+    if not isinstance(val, _Alts) or not m:
+        return None
+    colon, _op, word = m.groups()
+    dflt = _default_word(word, vars_)
+    if dflt is None or _tags(dflt)[1]:
+        return None
+    values = [((dflt, line) if colon and v == "" else (v, at)) for v, at in val.values]
+    if val.open:
+        values.append((dflt, line))
+    seen: dict = {}
+    for v, at in values:
+        seen.setdefault(str(v), (v, at))
+    return _Alts(tuple(seen.values()), False) if len(seen) <= _MAX_CANDIDATES else None
+
+
 def _default_word(word: str, vars_: dict):
     """The word of ``${X:-word}``: quotes removed, expansions resolved; None when unknown."""
     if not any(c in word for c in "$`'\"\\"):
@@ -600,26 +626,13 @@ class ShellScanner:
             return launch
         names = list(dict.fromkeys(p[1] for t in toks if t.kind == "word" for p in t.parts
                                    if p[0] == "var" and isinstance(self.vars.get(p[1]), _Alts)))
-        if len(names) != 1:
+        # the one such variable whose every value gives the script (`srun ${AUTO_RESUME} torchrun $SCRIPT`: the
+        # flag's values give no script while SCRIPT is unknown, so SCRIPT is the choice)
+        choices = [(name, found) for name in names if (found := self._candidates(toks, name, launch))]
+        if len(choices) != 1:
             return launch
-        name = names[0]
+        name, found = choices[0]
         alts = self.vars[name]
-        found = []
-        for value, line in alts.values:
-            vars_ = {**self.vars, name: value}
-            words = [w for t in toks if t.kind == "word" for w in _expand(t, vars_)]
-            one = parse_words(words, vars_, inline_launches, programs=self.programs)
-            if one is None or one.more or (launch is not None and one.value["tool"] != launch.value["tool"]):
-                return launch
-            key = "script" if one.value.get("script") is not None else "module" if one.value.get("module") else None
-            if key is None or (found and key != found[0][1]):
-                return launch
-            entry = {key: one.value[key], "var": name, "line": line}
-            if _tags(value)[0]:
-                entry["default_of"] = _tags(value)[0]
-            if launch_provenance(one).get("relative_to"):
-                entry["relative_to"] = "launcher"
-            found.append((one, key, entry))
         if launch is None:  # read as the first value gave it, without the value
             launch = found[0][0]
             launch.value[found[0][1]] = None
@@ -628,6 +641,27 @@ class ShellScanner:
         if alts.open:
             launch.notes["script_candidates_open"] = [name]
         return launch
+
+    def _candidates(self, toks: list[Tok], name: str, launch) -> list | None:
+        """The command read once per value of ``name``: [(launch, "script"|"module", entry)], or None when some
+        value gives no launch of the same tool with a script or module."""
+        found: list = []
+        for value, line in self.vars[name].values:
+            vars_ = {**self.vars, name: value}
+            words = [w for t in toks if t.kind == "word" for w in _expand(t, vars_)]
+            one = parse_words(words, vars_, inline_launches, programs=self.programs)
+            if one is None or one.more or (launch is not None and one.value["tool"] != launch.value["tool"]):
+                return None
+            key = "script" if one.value.get("script") is not None else "module" if one.value.get("module") else None
+            if key is None or (found and key != found[0][1]):
+                return None
+            entry = {key: one.value[key], "var": name, "line": line}
+            if _tags(value)[0]:
+                entry["default_of"] = _tags(value)[0]
+            if launch_provenance(one).get("relative_to"):
+                entry["relative_to"] = "launcher"
+            found.append((one, key, entry))
+        return found
 
     def _launched(self, launch, assigns: list[Tok], background: bool = False) -> None:
         for one in [launch] + list(launch.more):
@@ -693,6 +727,9 @@ class ShellScanner:
         """`: "${TRAIN_SCRIPT:=../src/train.py}"` assigns the default when the script had not set it."""
         for t in toks:
             for p in t.parts if t.kind == "word" else ():
+                if p[0] == "var" and isinstance(self.vars.get(p[1]), _Alts) and re.match(r"^:?=", p[2]):
+                    self._set(p[1], _defaulted_alts([p], self.vars, t.line))  # `: ${S:=x}` after an `if` set S
+                    continue
                 if p[0] == "var" and p[1] not in self.vars and _NAME.match(p[1]) and re.match(r"^:?=", p[2]):
                     value = _var_value(p[1], p[2], self.vars)
                     self._set(p[1], value, t.line)
@@ -725,6 +762,10 @@ class ShellScanner:
         m = ASSIGN_HEAD.match(tok.parts[0][1])
         name, append = m.group(1), m.group(2)
         rest = [("lit", tok.parts[0][1][m.end():], False)] + tok.parts[1:]
+        alts = None if append else _defaulted_alts(rest, self.vars, tok.line)
+        if alts is not None and persist:  # `S=${S:=../src/train.py}` after an `if` set S: each value stays a candidate
+            self._set(name, alts)
+            return
         value = _assigned_value(rest, self.vars)
         if append:
             old = self.vars.get(name, UNKNOWN)
