@@ -140,8 +140,10 @@ def test_terraform_aws():
         "NCCL_DEBUG": ("WARN", "scripts/node_entry.sh:8"),
     }
     assert "code: llm/train.py imports llm/data.py" in wl["links"]
-    assert "launcher: scripts/node_entry.sh:10 runs llm/train.py" in wl["links"]
-    assert any(l.startswith("repo: infra/main.tf#aws_") and "only GPU compute target" in l for l in wl["links"])
+    # user_data runs /opt/llm/scripts/node_entry.sh: the repository checked out at /opt/llm, joined by path tail
+    assert ("launcher: infra/main.tf:51 runs scripts/node_entry.sh (assumed: joined by path tail, "
+            "/opt/llm/scripts/node_entry.sh -> scripts/node_entry.sh); scripts/node_entry.sh:10 runs llm/train.py") in wl["links"]
+    assert "compute: infra/main.tf#aws_autoscaling_group.trainer runs the launcher chain" in wl["links"]
     assert wl["unknown"] == []
     # the DataLoader of the imported module is part of the workload
     assert facts_of(wl["facts"], "dataloader")[0][1] == "llm/data.py:21"
@@ -157,9 +159,8 @@ def test_terraform_aws_links_the_autoscaling_group():
     assert ({"ref": "var.instance_type"}, "infra/main.tf:13") in facts_of(comp["facts"], "compute.instance_type")
     assert comp["instance"] == "p4d.24xlarge" and comp["capacity"] == "spot" and comp["efa_requested"] == 4
     assert comp["nodes"] == 2
-    # the template is the group's compute, not a second target: the pairing stays unambiguous
-    assert ("repo: infra/main.tf#aws_autoscaling_group.trainer is the only GPU compute target and llm/train.py "
-            "the only training workload without one") in wl["links"]
+    # the template's user_data runs on the group that starts it: the group is the compute, not a second target
+    assert "compute: infra/main.tf#aws_autoscaling_group.trainer runs the launcher chain" in wl["links"]
     assert not any("aws_launch_template" in s for s in wl["links"] + wl["unknown"])
 
 

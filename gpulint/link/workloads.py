@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from gpulint.core.families import looks_like_gpu_instance
 from gpulint.core.model import Fact, Location
-from gpulint.link import hydra
+from gpulint.link import byname, hydra
 from gpulint.link.placement import place
 from gpulint.read import packaged
 
@@ -188,6 +188,8 @@ class Repo:
     _heads: set[str] | None = field(default=None, init=False, repr=False, compare=False)
     #: kind -> path -> that file's facts of the kind, built on first use (see `of_kind`)
     _by_kind: dict[str, dict[str, list[Fact]]] | None = field(default=None, init=False, repr=False, compare=False)
+    _by_name: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
+    _dockerfiles: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def files_of_kind(self, *kinds: str) -> list[str]:
         return sorted(p for p, k in self.kinds.items() if k in kinds)
@@ -207,6 +209,25 @@ class Repo:
                     d = posixpath.dirname(d)
             self._heads = heads
         return path in self._heads
+
+    def named(self, name: str) -> list[str]:
+        """Code files whose file name is ``name``, indexed once per scan (a launch names its script by name)."""
+        if self._by_name is None:
+            by_name: dict[str, list[str]] = {}
+            for p in self.files_of_kind(*CODE_KINDS):
+                by_name.setdefault(posixpath.basename(p), []).append(p)
+            self._by_name = by_name
+        return self._by_name.get(name, [])
+
+    def dockerfiles_by_folder(self) -> dict[str, list[str]]:
+        """Dockerfiles by the folder that holds them (their assumed build context)."""
+        if self._dockerfiles is None:
+            out: dict[str, list[str]] = {}
+            for p, k in sorted(self.kinds.items()):
+                if k == "dockerfile":
+                    out.setdefault(posixpath.dirname(p), []).append(p)
+            self._dockerfiles = out
+        return self._dockerfiles
 
     def all(self, kind: str) -> Iterable[Fact]:
         by_path = self._index().get(kind, {})
@@ -532,6 +553,9 @@ def _resolve_use(u: _Use, repo: Repo, consoles: dict, undecided: dict[str, list[
         over = attrs.get("overridable") or {}
         var = over.get("module" if v.get("module") else "script")
         return script, (replace(u, why=_default_why(var)) if var else u)
+    assumed = _assumed_script(v.get("script"), u, repo)
+    if assumed:
+        return assumed[0], replace(u, why=assumed[1])
     cands = [c for c in attrs.get("script_candidates") or [] if isinstance(c, dict)]
     if cands:
         files: dict[str, dict] = {}
@@ -568,20 +592,36 @@ def _resolve_use(u: _Use, repo: Repo, consoles: dict, undecided: dict[str, list[
     return None, u
 
 
-def _launcher_file(script: str | None, launcher_path: str, repo: Repo, launches_in: dict[str, list[Fact]]) -> str | None:
-    """A non-code file of the repository with launches of its own that this launch runs (a shell
-    script, a DVC pipeline ...), or None."""
-    if not isinstance(script, str) or not script or "$" in script or "{" in script:
+def _assumed_script(script: Any, u: _Use, repo: Repo) -> tuple[str, str] | None:
+    """The code file a launch runs by a cluster or container path (gpulint.link.byname), with the assumption."""
+    if not isinstance(script, str) or not script or u.fact.value.get("module"):
         return None
+    ok = lambda p: repo.kinds.get(p) in CODE_KINDS  # noqa: E731
+    name = posixpath.basename(script)
+    return byname.by_path_tail(script, repo.named(name)) or byname.through_image(script, u.path, repo, ok) or \
+        (byname.in_project(script, u.path, repo, repo.named(name)) if (u.fact.attrs or {}).get("container") else None)
+
+
+def _launcher_file(script: str | None, launcher_path: str, repo: Repo,
+                   launches_in: dict[str, list[Fact]]) -> tuple[str | None, str]:
+    """A non-code file of the repository with launches of its own that this launch runs (a shell
+    script, a DVC pipeline ...), or None; and the assumption the join rests on ("" when none)."""
+    if not isinstance(script, str) or not script or "$" in script or "{" in script:
+        return None, ""
     s = _strip_container(script)
     here = posixpath.dirname(launcher_path)
     cands = [s.lstrip("/")] if s.startswith("/") else [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
     for c in cands:
         if c in launches_in and c != launcher_path and (repo.kinds.get(c) not in CODE_KINDS or _python_launcher(c, repo)):
-            return c
+            return c, ""
     matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and p != launcher_path
                and (repo.kinds.get(p) not in CODE_KINDS or _python_launcher(p, repo))]
-    return matches[0] if len(matches) == 1 else None
+    if len(matches) == 1:
+        return matches[0], ""
+    # `shell /fsx/<clone>/.../finetune.sh`: the launcher file the cluster path ends like
+    tail = byname.by_path_tail(script, [p for p in launches_in if p != launcher_path
+                                        and (repo.kinds.get(p) not in CODE_KINDS or _python_launcher(p, repo))])
+    return tail if tail else (None, "")
 
 
 def _python_launcher(path: str, repo: Repo) -> bool:
@@ -607,10 +647,20 @@ def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
                 launches_in[path].append(f)
     uses: list[_Use] = []
     reached: set[str] = set()  # launcher files some outer launch runs on a compute
+    # a launch template's launches run on the one group that starts it (an ASG's nodes), not on the template
+    starters: dict[str, list[str]] = defaultdict(list)
+    for c in computes.values():
+        for j in c.joined:
+            starters[j.id].append(c.id)
+
+    def holder_of(f: Fact, path: str) -> str | None:
+        h = _holder_of(f, path, computes)
+        group = starters.get(h) if h else None
+        return group[0] if group and len(group) == 1 else h
 
     def walk(use: _Use, depth: int) -> None:
-        inner = _launcher_file(use.fact.value.get("script"), use.path, repo, launches_in)
-        if inner is None or depth >= _MAX_CHAIN or any(inner == v.split(" runs ", 1)[-1] for v in use.via):
+        inner, assumed = _launcher_file(use.fact.value.get("script"), use.path, repo, launches_in)
+        if inner is None or depth >= _MAX_CHAIN or any(inner == v.split(" runs ", 1)[-1].split(" (", 1)[0] for v in use.via):
             uses.append(use)
             return
         if repo.kinds.get(inner) not in CODE_KINDS:
@@ -618,17 +668,17 @@ def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
         # (a Python launcher is not a workload: what it launches is, on this launch's compute)
         if use.holder:
             reached.add(inner)
-        step = f"{use.fact.loc.short()} runs {inner}"
+        step = f"{use.fact.loc.short()} runs {inner}" + (f" ({assumed})" if assumed else "")
         stage = use.fact.value.get("stage")
         for g in launches_in[inner]:
             if stage and (g.attrs or {}).get("stage") not in (None, stage):
                 continue  # `dvc repro train` runs that stage only
-            holder = _holder_of(g, inner, computes) or use.holder
+            holder = holder_of(g, inner) or use.holder
             walk(_Use(g, inner, holder, use.via + (step,), use.env_files + ((inner, g.target),)), depth + 1)
 
     for path, facts in launches_in.items():
         for f in facts:
-            walk(_Use(f, path, _holder_of(f, path, computes), (), ((path, f.target),)), 0)
+            walk(_Use(f, path, holder_of(f, path), (), ((path, f.target),)), 0)
     # a launch inside a launcher file that a compute runs is not also a launch of its own without one
     seen: set[tuple] = set()
     out = []
