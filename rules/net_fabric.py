@@ -215,7 +215,7 @@ class RdmaNotEnabled(Rule):
                      f"would all-reduce over TCP instead of EFA",
                 symbol=f"{compute.target}:efa", workload=wl.name, related=related,
                 cost=_job_cost(wl, "NCCL over TCP instead of EFA slows every all-reduce; the slowdown is not estimated."))
-        elif isinstance(want, int) and 0 < req < want:
+        elif isinstance(want, int) and 0 < req < want and not _fair_share(hw, req, want):
             yield self.finding(
                 loc, f"{role} requests {req} of the {want} EFA devices of {inst}: {nodes}-node all-reduce gets about "
                      f"{req}/{want} of the {hw.network_gbps} Gbps fabric",
@@ -630,3 +630,12 @@ run: |
 @hookimpl
 def gpulint_rules():
     return [RdmaNotEnabled, NcclEnvAntipattern, FabricEnvUnset, NetworkBoundDataParallel]
+
+
+def _fair_share(hw: ResolvedCompute, req: int, want: int) -> bool:
+    """A pod that uses part of a machine's GPUs (a Slinky slurmd pod asking for 4 of a p5's 8) and as large a part
+    of its EFA devices has the fabric its GPUs would have: no partial-EFA finding."""
+    gpus, total = hw.gpus_per_node, hw.gpu_count
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (gpus, total)) or gpus >= total:
+        return False
+    return req * total >= want * gpus

@@ -96,6 +96,18 @@ def _decide(job: Compute, cands: list[Compute], why: str) -> None:
     job.placement_unknown = f"{why}, but {len(near)} candidates differ: {names}"
 
 
+def _project_cluster(job_path: str, queues: list[Compute]) -> tuple[list[Compute], str] | None:
+    """The queues of the one cluster file under the job's nearest folder that holds any (never the repository's
+    root, which holds every project's), and that folder; None when that folder holds several cluster files."""
+    here = posixpath.dirname(job_path)
+    while here:
+        under = [q for q in queues if q.path.startswith(here + "/")]
+        if under:
+            return (under, here) if len({q.path for q in under}) == 1 else None
+        here = posixpath.dirname(here)
+    return None
+
+
 def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, str]]) -> None:
     value, attrs = _target(job)
     asked = value.get("partition")
@@ -118,12 +130,18 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
                                      f"({_files(queues)})")
             return
     else:
+        project = ""
         if len({q.path for q in queues}) > 1:
             # a job that names no partition runs on whichever cluster it is submitted to: with several cluster files
             # in the repository that is not stated (on awsome-distributed-training, HyperPod jobs had fallen onto a
-            # ParallelCluster template's default queue: 7 wrong placements)
-            job.placement_unknown = f"no --partition, and the repository defines several clusters ({_files(queues)})"
-            return
+            # ParallelCluster template's default queue: 7 wrong placements), unless the job's own project folder
+            # holds exactly one (slinky-slurm/p5/ with its p5-values.yaml beside the p5 job)
+            mine = _project_cluster(job.path, queues)
+            if mine is None:
+                job.placement_unknown = f"no --partition, and the repository defines several clusters ({_files(queues)})"
+                return
+            queues, folder = mine
+            project = f"assumed: the only cluster file in the job's folder {folder}/ ({queues[0].path}); "
         # and only a cluster defined near the job (the same folder tree, or sibling folders such as cluster/ and
         # jobs/): a cluster template three folders away in a repository of examples is not where its jobs run
         near = [q for q in queues if _near(job.path, q.path)]
@@ -132,7 +150,7 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
             return
         queues = near
         cands = [q for q in queues if _target(q)[1].get("default")]
-        why = "no --partition: the cluster's default partition"
+        why = f"{project}no --partition: the cluster's default partition"
         if not cands:
             gpu = [q for q in queues if q.has_gpu_hint()]
             parts = {partition(q) for q in gpu}
@@ -141,8 +159,8 @@ def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, s
                 job.placement_unknown = f"no --partition, no queue marked default, and GPU queues: {shown}"
                 return
             cands = gpu
-            why = ("no --partition, and no queue is marked default: assumed the repository's only GPU queue "
-                   f"({parts.pop() or 'unnamed'})")
+            why = (f"{project}no --partition, and no queue is marked default: assumed the "
+                   f"{'cluster' if project else 'repository'}'s only GPU queue ({parts.pop() or 'unnamed'})")
     if isinstance(constraint, str) and constraint.strip():
         narrowed = [q for q in cands if _matches_constraint(q, constraint)]
         if narrowed:

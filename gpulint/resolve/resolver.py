@@ -127,6 +127,9 @@ class Resolver:
             nodes = 1  # num_nodes / instance_count default to 1
         gpn_fact = compute.first("compute.gpus_per_node")
         gpn = self._int(compute, "compute.gpus_per_node")
+        if gpn is None and placed is not None and placed.first("compute.gpus_per_node") is not None:
+            # a Slurm node that is a pod (a Slinky NodeSet's slurmd) has the GPUs the pod requests, not its machine's
+            gpn_fact, gpn = placed.first("compute.gpus_per_node"), self._int(placed, "compute.gpus_per_node")
         efa, efa_fact = None, None
         for part in efa_parts:
             for f in part.facts:
