@@ -153,3 +153,26 @@ def test_a_bare_name_in_a_container_job_joins_the_only_one_in_its_project(tmp_pa
     by_entry = {w.entrypoint: {l.loc.path for l in w.launchers} for w in wls}
     assert by_entry["llama/src/train.py"] == {"llama/k8s/templates/job.yaml"}
     assert by_entry.get("other/a/train.py", set()) == set() and by_entry.get("other/b/train.py", set()) == set()
+
+
+def test_workloads_says_which_launchers_it_could_not_join_and_why(wl_doc):
+    launchers = wl_doc["launchers"]
+    assert (launchers["named"], launchers["joined"]) == (6, 3)
+    missed = {u["path"]: u for u in launchers["unjoined"]}
+    assert set(missed) == {"clusters/slinky/foundry.sbatch", "clusters/slinky/other-src.sbatch", "serving/k8s/job.yaml"}
+    other = missed["clusters/slinky/other-src.sbatch"]
+    assert other["where"] == "clusters/slinky/other-src.sbatch:4" and other["command"] == "torchrun /fsx/somewhere/src/train.py"
+    assert "serving/src/train.py, training/fsdp/src/train.py have that name" in other["why"]
+    assert "[[tool.gpulint.workloads]]" in other["why"]
+    text = run_cli("workloads", FIXTURES / "wl-cluster-paths").stdout
+    assert "launchers joined to a repository script: 3 of 6" in text
+    assert "launchers not joined:\n  clusters/slinky/foundry.sbatch:4: composer /llm-foundry/scripts/train/train.py: " in text
+
+
+def test_a_script_held_in_an_unset_variable_is_listed_with_the_variable(tmp_path):
+    write_tree(tmp_path, {"src/train.py": "import torch\nm = torch.nn.Linear(2, 2).cuda()\nfor _ in range(2):\n"
+                                          "    m(torch.ones(2).cuda()).sum().backward()\n",
+                          "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node=8 $CODE_DIR/train.py\n"})
+    doc = json.loads(run_cli("workloads", tmp_path, "--format", "json").stdout)
+    [u] = doc["launchers"]["unjoined"]
+    assert u["where"] == "run.sh:2" and "holds a variable the launcher does not set" in u["why"]

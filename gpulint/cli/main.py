@@ -610,7 +610,7 @@ def cmd_workloads(args, host: PluginHost) -> int:
         return EXIT_ERROR
     if args.format == "json":
         print(json.dumps({"version": __version__, "root": str(args.path), "workloads": result.workloads,
-                          "computes": result.computes}, indent=2, default=str))
+                          "computes": result.computes, "launchers": result.launchers}, indent=2, default=str))
     else:
         sys.stdout.write(render_workloads(result))
     return EXIT_OK

@@ -77,6 +77,8 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)  # as `gpulint workloads --format json`
     computes: list[dict[str, Any]] = field(default_factory=list)  # every compute target, resolved
+    #: launches that name a repository script: {"named": N, "joined": N, "unjoined": [{where, command, why}]}
+    launchers: dict[str, Any] = field(default_factory=dict)
     files_scanned: int = 0
     rules: list = field(default_factory=list)  # every known rule class (SARIF tool.driver)
     enabled: set[str] = field(default_factory=set)

@@ -9,10 +9,15 @@ None whenever more than one file would do: a wrong join costs more than a missin
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable, Protocol
 
-if TYPE_CHECKING:
-    from gpulint.link.workloads import Repo
+
+class Repo(Protocol):
+    """What these joins read of gpulint.link.workloads.Repo (named here, not imported: workloads imports this)."""
+
+    def of_kind(self, path: str, kind: str) -> list: ...
+
+    def dockerfiles_by_folder(self) -> dict[str, list[str]]: ...
 
 __all__ = ["by_path_tail", "through_image", "in_project"]
 
@@ -56,7 +61,7 @@ def by_path_tail(script: str, paths: Iterable[str]) -> tuple[str, str] | None:
     return path, f"assumed: joined by path tail, {script} -> {path}"
 
 
-def through_image(script: str, launcher_path: str, repo: "Repo", ok: Callable[[str], bool]) -> tuple[str, str] | None:
+def through_image(script: str, launcher_path: str, repo: Repo, ok: Callable[[str], bool]) -> tuple[str, str] | None:
     """The file a Dockerfile of the launcher's project copies to the absolute ``script`` path (``COPY src/ /fsdp/``
     and ``torchrun /fsdp/train.py``): Dockerfiles from the launcher's folder up to the root, the nearest folder
     with a match deciding; the build context is taken to be the Dockerfile's folder, else the repository root."""
@@ -95,12 +100,12 @@ def _under(script: str, dest: str) -> str | None:
     return script[len(d) + 1:] if script.startswith(d.rstrip("/") + "/") else None
 
 
-def _dockerfiles_in(folder: str, repo: "Repo") -> list[str]:
+def _dockerfiles_in(folder: str, repo: Repo) -> list[str]:
     index = repo.dockerfiles_by_folder()
     return index.get(folder, [])
 
 
-def in_project(name: str, launcher_path: str, repo: "Repo", candidates: list[str]) -> tuple[str, str] | None:
+def in_project(name: str, launcher_path: str, repo: Repo, candidates: list[str]) -> tuple[str, str] | None:
     """A bare script name (``train.py``) a container job runs from its image's working folder: the one file of
     that name under the launcher's nearest folder that holds any (the job's project: ``llama3/kubernetes/job.yaml``
     and ``llama3/src/train.py``), never at the repository root, which is every project's."""

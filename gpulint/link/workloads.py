@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpulint.link.scope import Scope
 
 CODE_KINDS = ("python", "notebook")
-__all__ = ["CODE_KINDS", "Ambiguity", "Compute", "Linked", "Repo", "Workload", "compute_targets", "link",
+__all__ = ["CODE_KINDS", "Ambiguity", "Compute", "Linked", "Repo", "Unjoined", "Workload", "compute_targets", "link",
            "looks_like_gpu_instance"]
 #: launcher files followed through a chain of launches at most this deep
 _MAX_CHAIN = 6
@@ -162,11 +162,25 @@ class Ambiguity:
     workloads: tuple[str, ...]  # the workloads left without compute because of it
 
 
+@dataclass(frozen=True)
+class Unjoined:
+    """A launch that names a script of the repository (by file name, or through a variable) and is joined to none:
+    where it is, the command, and why (what `gpulint workloads` lists under "launchers not joined")."""
+
+    loc: Location
+    command: str
+    why: str
+
+
 @dataclass
 class Linked:
     workloads: list[Workload]
     computes: dict[str, Compute]
     ambiguities: list[Ambiguity] = field(default_factory=list)
+    unjoined: list[Unjoined] = field(default_factory=list)
+    #: launches that name a script of the repository, and how many of them are joined to it
+    launches_named: int = 0
+    launches_joined: int = 0
 
     def __iter__(self):  # `for wl in link(repo)` reads the workloads
         return iter(self.workloads)
@@ -827,12 +841,15 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             runs_training[path] = why
     consoles = _console_scripts(repo)
     undecided: dict[str, list[str]] = {}  # file -> launches that run it or another file, decided at run time
+    census = _JoinCensus(repo)
     for u in uses:
         if (u.fact.attrs or {}).get("fetched"):
             continue  # the launcher downloads or clones the script it runs: not the repository's file of that name
         script, u = _resolve_use(u, repo, consoles, undecided, scope)
         if script and not scope.outside(script) and not scope.outside(u.path):
             entries.setdefault(script, []).append(u)
+        if not scope.outside(u.path):
+            census.count(u, script)
     pinned = {row.get("entrypoint") for row in table or []}
     copies = _stray_copies(entries, repo, pinned)
     for path in copies:
@@ -940,7 +957,54 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
         if not wl.launchers and wl.code_files:
             wl.unknown.append("launcher: nothing in the repository starts this script")
-    return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities)
+    return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities, census.unjoined(undecided),
+                  census.named, census.joined)
+
+
+class _JoinCensus:
+    """Counts the launches that name a script of the repository and keeps those joined to none, with why."""
+
+    def __init__(self, repo: Repo):
+        self.repo = repo
+        self.named = self.joined = 0
+        self._missed: list[tuple[_Use, str]] = []
+        self._seen: set = set()
+
+    def count(self, u: _Use, script: str | None) -> None:
+        key = (u.fact.loc.path, u.fact.loc.line, u.fact.key)
+        if key in self._seen:
+            return  # one launch reached through several chains
+        v, attrs = u.fact.value, u.fact.attrs or {}
+        written = v.get("script") if isinstance(v.get("script"), str) else attrs.get("script_unresolved")
+        cands = [c.get("script") for c in attrs.get("script_candidates") or [] if isinstance(c, dict)]
+        names = [posixpath.basename(n) for n in [written, *cands] if isinstance(n, str) and n]
+        held = bool(written and "$" in written)
+        if not (held or any(n.endswith(".py") and self.repo.named(n) for n in names)):
+            return  # a launch of a file no repository file is named like (an installed tool, a file of the image)
+        self._seen.add(key)
+        self.named += 1
+        if script:
+            self.joined += 1
+        else:
+            self._missed.append((u, written or (cands[0] if cands else "")))
+
+    def unjoined(self, undecided: dict[str, list[str]]) -> list[Unjoined]:
+        out = []
+        said = {r.split(" runs one of ", 1)[0] for reasons in undecided.values() for r in reasons}
+        for u, written in self._missed:
+            v = u.fact.value
+            command = f"{v.get('tool')} {written or v.get('module') or ''}".strip()
+            if f"launcher: {u.fact.loc.short()}" in said:
+                why = "runs one of several repository files, chosen at run time (the values of its script variable)"
+            elif "$" in written or "{" in written:
+                why = f"the script path {written} holds a variable the launcher does not set"
+            else:
+                named = self.repo.named(posixpath.basename(written))
+                shown = ", ".join(named[:2]) + (f" and {len(named) - 2} more" if len(named) > 2 else "")
+                why = (f"not a path of the repository; {shown} {'has' if len(named) == 1 else 'have'} that name "
+                       "(if it runs one, say which in [[tool.gpulint.workloads]])")
+            out.append(Unjoined(u.fact.loc, command, why))
+        return sorted(out, key=lambda x: (x.loc.path, x.loc.line))
 
 
 #: launchers that start distributed training processes (python alone counts with training evidence only)

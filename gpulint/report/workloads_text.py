@@ -81,7 +81,21 @@ def render_workloads(result: ScanResult) -> str:
             lines.append(f"  {c['id']}: {what}, {c.get('device')} ({c.get('device_reason')})"
                          + (f"; {c['why_unknown']}" if c.get("why_unknown") and c.get("device") != "cpu" else ""))
         lines.append("")
+    lines += _unjoined(result.launchers)
     return "\n".join(lines) + ("\n" if lines and lines[-1] else "")
+
+
+def _unjoined(launchers: dict) -> list[str]:
+    """The launches that name a repository script and reach none, with why: what to declare or fix."""
+    named, missed = launchers.get("named") or 0, launchers.get("unjoined") or []
+    if not named:
+        return []
+    out = [f"launchers joined to a repository script: {launchers.get('joined', 0)} of {named}"]
+    if missed:
+        out.append("launchers not joined:")
+        out += [f"  {u['where']}: {u['command']}: {u['why']}" for u in missed]
+    out.append("")
+    return out
 
 
 def _short(v, limit: int = 140) -> str:

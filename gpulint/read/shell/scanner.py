@@ -798,6 +798,12 @@ class ShellScanner:
         attrs = {"flags": flags, **launch_provenance(launch), **launch.notes}
         if background:
             attrs["background"] = True
+        if v.get("script") is None and v.get("module") is None and "script_candidates" not in attrs:
+            # `torchrun $CODE_DIR/train.py`: the script word is decided at run time; kept as written, so the
+            # workloads report can say which launch it could not join and why
+            held = next((w.text for w in launch.words or [] if not w.known and w.text.endswith(".py")), None)
+            if held:
+                attrs["script_unresolved"] = held
         cwd = self.vars.get(_CWD)
         if isinstance(cwd, tuple) and (cwd[0] or cwd[1] != "."):
             attrs["cwd"] = {"path": cwd[1], **({"relative_to": "launcher"} if cwd[0] else {})}
