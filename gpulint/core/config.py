@@ -233,12 +233,14 @@ def _check_instances(additions: list, where: str) -> None:
 
 def attach_overlay(cfg: Config, require: bool = True) -> Config:
     """Read the project's price overlay (``.gpulint-prices.json`` next to the configuration, or
-    ``[tool.gpulint.pricing] overlay``) into ``cfg.price_overlay``; a configured path must exist."""
+    ``[tool.gpulint.pricing] overlay``) into ``cfg.price_overlay``; a configured path other than the default must exist."""
     from gpulint.pricing.overlay import OverlayError, overlay_path, read_overlay
 
     path = overlay_path(cfg.root, cfg.pricing)
     if not path.is_file():
-        if cfg.pricing.get("overlay") and require:
+        # Naming the default path (as the README's example does) is the same as leaving it unset.
+        default = overlay_path(cfg.root, None)
+        if cfg.pricing.get("overlay") and require and path.resolve() != default.resolve():
             raise ConfigError(f"{cfg.describe()}: key 'pricing.overlay': {path} does not exist "
                               "(write it with `gpulint catalogue import FILE`)")
         return cfg
