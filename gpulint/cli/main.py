@@ -331,6 +331,11 @@ def cmd_scan(args, host: PluginHost) -> int:
         c = scanner.last_cache
         whole = " (nothing changed, so the last scan's result was reused)" if c.scan_reused else ""
         print(f"gpulint: cache {c.directory}: {c.hits} file results reused, {c.misses} files read{whole}", file=sys.stderr)
+    if req.write_baseline and not args.diff:
+        # recording today's findings is the job asked for, not a failed check: say what was written and exit 0
+        written = _baseline_entries(req.write_baseline)
+        print(f"gpulint: wrote {written} finding{'' if written == 1 else 's'} to {req.write_baseline}", file=sys.stderr)
+        return EXIT_OK
     gate = result.cost_gate
     if gate is not None and gate.failed:
         if args.format != "text" or args.output:  # the text summary says it already
@@ -340,6 +345,16 @@ def cmd_scan(args, host: PluginHost) -> int:
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if any(f.severity.rank >= fail_on.rank for f in result.findings) else EXIT_OK
+
+
+def _baseline_entries(path: Path) -> int:
+    """How many findings the baseline file just written records."""
+    import json
+
+    try:
+        return len(json.loads(path.read_text(encoding="utf-8"))["findings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def _against_base(ref: str, result, paths: list[Path], cfg: Config, host: PluginHost, req):
