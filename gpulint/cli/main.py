@@ -338,9 +338,11 @@ def cmd_scan(args, host: PluginHost) -> int:
         return EXIT_OK
     gate = result.cost_gate
     if gate is not None and gate.failed:
-        if args.format != "text" or args.output:  # the text summary says it already
-            print(f"gpulint: cost gate failed: {gate.total:.2f} USD/h avoidable is more than the {gate.limit:g} USD/h limit "
-                  f"({len(gate.contributors)} priced finding(s))", file=sys.stderr)
+        # the text summary on standard output says it already; without it (--quiet, --statistics, another format,
+        # --output) the exit 1 would have no reason anywhere
+        if args.format != "text" or args.output or args.quiet or args.statistics:
+            print(f"gpulint: cost gate failed: {gate.total:.2f} USD/h avoidable is more than the --fail-on-cost limit "
+                  f"of {gate.limit:g} USD/h ({len(gate.contributors)} priced finding(s))", file=sys.stderr)
         return EXIT_FINDINGS
     if args.exit_zero:
         return EXIT_OK
