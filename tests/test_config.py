@@ -279,3 +279,35 @@ def test_missing_non_default_overlay_names_file_and_key(repo):
     assert proc.returncode == 2
     assert str(repo / ".gpulint.toml") in proc.stderr and "key 'pricing.overlay'" in proc.stderr
     assert str(repo / "prices" / "team.json") in proc.stderr and "does not exist" in proc.stderr
+
+
+_OWN_INSTANCE = """\
+[[{prefix}instances]]
+provider = "modal"
+name = "modal-h100x8"
+gpu_model = "H100-SXM5-80GB"
+gpu_count = 8
+gpu_memory_gib = 80
+on_demand_usd_per_hour = 30.0
+
+[[{prefix}workloads]]
+entrypoint = "train.py"
+instance = "modal-h100x8"
+"""
+
+
+@pytest.mark.parametrize("name, prefix, origin", [
+    ("pyproject.toml", "tool.gpulint.", "your rate from pyproject.toml [[tool.gpulint.instances]]"),
+    (".gpulint.toml", "", "your rate from .gpulint.toml [[instances]]"),
+])
+def test_a_user_added_instance_s_price_note_says_it_is_the_user_s_rate(repo, name, prefix, origin):
+    """Issue 50: a [[tool.gpulint.instances]] machine's price note read "(None, price as of None; ...)"."""
+    (repo / name).write_text(_OWN_INSTANCE.format(prefix=prefix))
+    _, _, report = cli_scan(repo, "--no-cache")
+    [amp] = [f for f in report["findings"] if f["code"] == "AMP001"]
+    basis = amp["cost_impact"]["basis"]
+    assert f"modal-h100x8 at $30.00/h on-demand ({origin})" in basis, basis
+    assert "None" not in basis
+    text = run_cli("workloads", repo).stdout
+    [price] = [line for line in text.splitlines() if line.strip().startswith("price:")]
+    assert origin in price and "None" not in price, price

@@ -45,7 +45,7 @@ def render_workloads(result: ScanResult) -> str:
                     lines.append(f"    {key}: {comp[key]}")
             if comp.get("usd_per_hour") is not None:
                 lines.append(f"    price: ${comp['usd_per_hour']:.2f}/h for all nodes (${comp.get('unit_usd_per_hour') or 0:.2f}/h each, "
-                             f"{comp.get('capacity') or 'on-demand'}, {comp.get('region')}; as of {comp.get('as_of')}; {comp.get('price_source')})")
+                             f"{_price_note(comp)})")
             elif comp.get("why_no_price"):
                 lines.append(f"    price: unknown, {comp['why_no_price']}")
             for f in comp.get("facts", []):
@@ -82,6 +82,13 @@ def render_workloads(result: ScanResult) -> str:
                          + (f"; {c['why_unknown']}" if c.get("why_unknown") and c.get("device") != "cpu" else ""))
         lines.append("")
     return "\n".join(lines) + ("\n" if lines and lines[-1] else "")
+
+
+def _price_note(comp: dict) -> str:
+    """"on-demand, us-east-1; as of 2026-07-20; source", leaving out what is unknown (a rate from the user's
+    configuration has no catalogue region or date; its source says whose rate it is)."""
+    head = ", ".join(x for x in (comp.get("capacity") or "on-demand", comp.get("region")) if x)
+    return "; ".join(x for x in (head, f"as of {comp['as_of']}" if comp.get("as_of") else None, comp.get("price_source")) if x)
 
 
 def _short(v, limit: int = 140) -> str:
