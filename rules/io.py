@@ -75,9 +75,9 @@ class DataloaderSingleProcess(Rule):
     How to fix:
         Load in worker processes and keep them alive between epochs::
 
-            DataLoader(ds, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
+            DataLoader(ds, batch_size=64, num_workers={workers}, pin_memory=True, persistent_workers=True)
 
-        (HF Trainer: ``dataloader_num_workers=8``). Start near the number of CPU cores per GPU.
+        (HF Trainer: ``dataloader_num_workers={workers}``). Start near the number of CPU cores per GPU.
         tf.data: ``ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)``.
     Cost model:
         No hourly figure: how long the GPU waits depends on the data and the model; profile a few
@@ -265,6 +265,11 @@ model.fit(ds.batch(128).prefetch(tf.data.AUTOTUNE), epochs=90)
                     cost=unpriced("No hourly figure: the GPU's idle share depends on data and model; profile GPU utilisation."),
                     fix=fixes.num_workers(f),
                 )
+
+
+# the advice names the number the fix writes (fixes.num_workers), so the two never disagree
+if DataloaderSingleProcess.__doc__:  # (none under python -OO)
+    DataloaderSingleProcess.__doc__ = DataloaderSingleProcess.__doc__.replace("{workers}", str(fixes.DEFAULT_WORKERS))
 
 
 class DataloaderUnpinnedMemory(Rule):

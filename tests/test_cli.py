@@ -352,6 +352,30 @@ def test_workloads_text_and_json():
     assert sorted(wl["code_files"]) == ["textcls/data.py", "train.py"]
 
 
+def test_workloads_text_shows_values_in_words_not_python_reprs(tmp_path):
+    """Issue 50: `gpulint workloads` printed `model: {'name': ..., 'params': ...}` and `model.layers: {'name': ...}`."""
+    out = run_cli("workloads", "fixtures/pytorch-fp32-loop", cwd=ROOT).stdout
+    assert "{'" not in out and "':" not in out and "None" not in out, out
+    assert "  model: name=torchvision/resnet50, params=25.6M, evidence=" in out
+    assert "    model.layers: name=torchvision.models.resnet50  (imgcls/model.py:6)" in out
+    assert "    compute.accelerator: type=a100, count=8  (scripts/launch.sh:4)" in out
+    assert "  checkpoint: saves=[torch.save at train.py:38], resumes=none" in out
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint.models]\n"my-org/chat-large" = 13e9\n')
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        'model = AutoModelForCausalLM.from_pretrained("my-org/chat-large")\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="out")).train()\n')
+    assert "  model: name=my-org/chat-large, params=13B," in run_cli("workloads", tmp_path).stdout
+
+
+@pytest.mark.parametrize("n, words", [(13e9, "13B"), (25_557_032, "25.6M"), (6.7e9, "6.7B"), (1.2e12, "1.2T"),
+                                      (150_000, "150K"), (900, "900")])
+def test_parameter_counts_in_words(n, words):
+    from gpulint.report.workloads_text import param_count
+
+    assert param_count(n) == words
+
+
 def test_workloads_missing_path():
     proc = run_cli("workloads", "no/such/dir", cwd=ROOT)
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr

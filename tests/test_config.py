@@ -240,3 +240,74 @@ def test_models_table_as_the_readme_shows_it_sizes_the_model(tmp_path):
     model = json.loads(out.stdout)["workloads"][0]["resolved"]["model"]
     assert model["params"] == 13_000_000_000
     assert "[tool.gpulint.models]" in model["evidence"] and "my-org/chat-large" in model["evidence"]
+
+
+def _readme_configuration_block() -> str:
+    """The TOML block under the README's `## Configuration` heading, as a user would paste it."""
+    import re
+
+    readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Configuration\n"):]
+    block = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert block, "README.md's Configuration section has no ```toml block"
+    return block.group(1)
+
+
+def test_readme_configuration_block_pasted_as_written_scans(repo):
+    """Issue 50: the README's block names the default overlay path; pasted into a project without that file, the
+    scan stopped with "key 'pricing.overlay': ... does not exist" although the comment calls the value the default."""
+    text = _readme_configuration_block()
+    assert 'overlay = ".gpulint-prices.json"' in text and "[[tool.gpulint.instances]]" in text
+    assert not (repo / ".gpulint-prices.json").exists()
+    (repo / "pyproject.toml").write_text(text)
+    proc = run_cli("scan", repo, "--no-cache")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "does not exist" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "AMP001" in proc.stdout  # the scan really ran, with the README's select
+
+
+@pytest.mark.parametrize("value", [".gpulint-prices.json", "./.gpulint-prices.json"])
+def test_default_overlay_path_named_explicitly_is_as_if_unset(repo, value):
+    (repo / ".gpulint.toml").write_text(f'[pricing]\noverlay = "{value}"\n')
+    proc = run_cli("scan", repo, "--no-cache")
+    assert proc.returncode in (0, 1) and "does not exist" not in proc.stderr, proc.stderr
+
+
+def test_missing_non_default_overlay_names_file_and_key(repo):
+    (repo / ".gpulint.toml").write_text('[pricing]\noverlay = "prices/team.json"\n')
+    proc = run_cli("scan", repo)
+    assert proc.returncode == 2
+    assert str(repo / ".gpulint.toml") in proc.stderr and "key 'pricing.overlay'" in proc.stderr
+    assert str(repo / "prices" / "team.json") in proc.stderr and "does not exist" in proc.stderr
+
+
+_OWN_INSTANCE = """\
+[[{prefix}instances]]
+provider = "modal"
+name = "modal-h100x8"
+gpu_model = "H100-SXM5-80GB"
+gpu_count = 8
+gpu_memory_gib = 80
+on_demand_usd_per_hour = 30.0
+
+[[{prefix}workloads]]
+entrypoint = "train.py"
+instance = "modal-h100x8"
+"""
+
+
+@pytest.mark.parametrize("name, prefix, origin", [
+    ("pyproject.toml", "tool.gpulint.", "your rate from pyproject.toml [[tool.gpulint.instances]]"),
+    (".gpulint.toml", "", "your rate from .gpulint.toml [[instances]]"),
+])
+def test_a_user_added_instance_s_price_note_says_it_is_the_user_s_rate(repo, name, prefix, origin):
+    """Issue 50: a [[tool.gpulint.instances]] machine's price note read "(None, price as of None; ...)"."""
+    (repo / name).write_text(_OWN_INSTANCE.format(prefix=prefix))
+    _, _, report = cli_scan(repo, "--no-cache")
+    [amp] = [f for f in report["findings"] if f["code"] == "AMP001"]
+    basis = amp["cost_impact"]["basis"]
+    assert f"modal-h100x8 at $30.00/h on-demand ({origin})" in basis, basis
+    assert "None" not in basis
+    text = run_cli("workloads", repo).stdout
+    [price] = [line for line in text.splitlines() if line.strip().startswith("price:")]
+    assert origin in price and "None" not in price, price

@@ -116,6 +116,19 @@ def test_cost_gate_in_machine_formats_says_so_on_stderr(repo):
     assert sorted(gate["findings"]) == sorted(priced) and len(priced) == 3  # the two AMP001, MEM002 (GPT-2 on 8 A100s)
 
 
+def test_cost_gate_failing_under_quiet_still_says_why(repo):
+    """Issue 50: `--quiet --exit-zero --fail-on-cost 5` exited 1 with nothing on either stream to say why."""
+    total = doc(scan(repo, ".", "--format", "json"))["summary"]["usd_per_hour_avoidable"]
+    proc = scan(repo, ".", "--quiet", "--exit-zero", "--fail-on-cost", "5")
+    assert proc.returncode == 1
+    reason = [line for line in proc.stderr.splitlines() if "cost gate failed" in line]
+    assert len(reason) == 1, proc.stderr
+    assert "--fail-on-cost" in reason[0] and f"{total:.2f} USD/h" in reason[0] and "5 USD/h" in reason[0]
+    assert "Cost gate" not in proc.stdout  # --quiet: findings only
+    # with the summary on standard output the reason is said there, once
+    assert "cost gate failed" not in scan(repo, ".", "--exit-zero", "--fail-on-cost", "5").stderr
+
+
 @pytest.mark.parametrize("value", ["-1", "lots", "inf", "nan"])
 def test_cost_gate_rejects_a_bad_limit(repo, value):
     proc = scan(repo, ".", "--fail-on-cost", value)

@@ -3,10 +3,15 @@ reproducing a class of finding judged on a real repository (tests/realworld/labe
 """
 from __future__ import annotations
 
+import json
 import posixpath
+import re
+import shutil
 
 import pytest
 
+from conftest import FIXTURES, run_cli
+from gpulint.core.fixes import DEFAULT_WORKERS
 from gpulint.testing import scan_files
 from helpers import SEVERITY_AT, codes, findings
 from samples import BIG_IMAGES, GPU_JOB, MAIN_LOOP, P4D_TORCHRUN, _cell, _nb_of_cells
@@ -598,3 +603,17 @@ def test_an_imported_modules_main_block_is_not_the_importers_code():
     # the same loader written at the module's top level runs on import: the importer's code
     top = EVAL_MODULE.replace('if __name__ == "__main__":\n    demo', 'if True:\n    demo')
     assert ("IO002", "evaluation.py") in [(f.code, f.loc.path) for f in findings({**files, "evaluation.py": top}, "IO")]
+
+
+def test_io001_advice_and_fix_name_the_same_number_of_workers(tmp_path):
+    """Issue 50: IO001's advice said num_workers=8 while its fix inserted 4; both now read fixes.DEFAULT_WORKERS."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "pytorch-fp32-loop", repo)
+    explain = run_cli("explain", "IO001").stdout
+    how = explain.split("How to fix", 1)[1].split("Cost model", 1)[0]
+    assert set(re.findall(r"num_workers=(\d+)", how)) == {str(DEFAULT_WORKERS)}, how
+    diff = run_cli("scan", repo, "--diff", "--unsafe-fixes", "--select", "IO001").stdout
+    added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added and all(f"num_workers={DEFAULT_WORKERS})" in line for line in added), diff
+    [io001] = [f for f in json.loads(run_cli("scan", repo, "--format", "json", "--select", "IO001").stdout)["findings"]]
+    assert set(re.findall(r"num_workers=(\d+)", io001["guidance"])) == {str(DEFAULT_WORKERS)}

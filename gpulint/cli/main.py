@@ -331,15 +331,32 @@ def cmd_scan(args, host: PluginHost) -> int:
         c = scanner.last_cache
         whole = " (nothing changed, so the last scan's result was reused)" if c.scan_reused else ""
         print(f"gpulint: cache {c.directory}: {c.hits} file results reused, {c.misses} files read{whole}", file=sys.stderr)
+    if req.write_baseline and not args.diff:
+        # recording today's findings is the job asked for, not a failed check: say what was written and exit 0
+        written = _baseline_entries(req.write_baseline)
+        print(f"gpulint: wrote {written} finding{'' if written == 1 else 's'} to {req.write_baseline}", file=sys.stderr)
+        return EXIT_OK
     gate = result.cost_gate
     if gate is not None and gate.failed:
-        if args.format != "text" or args.output:  # the text summary says it already
-            print(f"gpulint: cost gate failed: {gate.total:.2f} USD/h avoidable is more than the {gate.limit:g} USD/h limit "
-                  f"({len(gate.contributors)} priced finding(s))", file=sys.stderr)
+        # the text summary on standard output says it already; without it (--quiet, --statistics, another format,
+        # --output) the exit 1 would have no reason anywhere
+        if args.format != "text" or args.output or args.quiet or args.statistics:
+            print(f"gpulint: cost gate failed: {gate.total:.2f} USD/h avoidable is more than the --fail-on-cost limit "
+                  f"of {gate.limit:g} USD/h ({len(gate.contributors)} priced finding(s))", file=sys.stderr)
         return EXIT_FINDINGS
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if any(f.severity.rank >= fail_on.rank for f in result.findings) else EXIT_OK
+
+
+def _baseline_entries(path: Path) -> int:
+    """How many findings the baseline file just written records."""
+    import json
+
+    try:
+        return len(json.loads(path.read_text(encoding="utf-8"))["findings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def _against_base(ref: str, result, paths: list[Path], cfg: Config, host: PluginHost, req):

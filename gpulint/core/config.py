@@ -194,17 +194,36 @@ def load_config(explicit: Path | None, start: Path, require_overlay: bool = True
 _ADDITION_KEYS = ("instances", "gpu_models", "models", "commitments")
 
 
-def _catalogue_additions(entries: list) -> list:
+def _catalogue_additions(entries: list, path: Path | None = None) -> list:
     """``[[tool.gpulint.instances]]`` entries as catalogue additions: an entry that is itself an instance
     (provider, name, gpu_model, ...) is an addition of that one instance; a table of ``instances``/``gpu_models``/...
-    lists is an addition as it stands."""
+    lists is an addition as it stands. An instance that names no ``source`` is the user's own rate, and its price
+    note says so (it has no catalogue region or date)."""
+    origin = _user_rate_source(path)
     out = []
     for e in entries:
         if isinstance(e, dict) and not any(k in e for k in _ADDITION_KEYS):
-            out.append({"instances": [e]})
+            out.append({"instances": [_with_source(e, origin)]})
+        elif isinstance(e, dict) and isinstance(e.get("instances"), list):
+            out.append({**e, "instances": [_with_source(i, origin) for i in e["instances"]]})
         else:
             out.append(e)
     return out
+
+
+def _user_rate_source(path: Path | None) -> str:
+    """"your rate from pyproject.toml [[tool.gpulint.instances]]", in the spelling of the file it came from."""
+    if path is None:
+        return "your rate from the configuration's instances"
+    table = ("[[tool.gpulint.instances]]" if path.name == "pyproject.toml"
+             else "instances:" if path.suffix in (".yaml", ".yml") else "[[instances]]")
+    return f"your rate from {path.name} {table}"
+
+
+def _with_source(entry: object, origin: str) -> object:
+    if isinstance(entry, dict) and not entry.get("source"):
+        return {**entry, "source": origin}
+    return entry
 
 
 @lru_cache(maxsize=1)
@@ -233,12 +252,14 @@ def _check_instances(additions: list, where: str) -> None:
 
 def attach_overlay(cfg: Config, require: bool = True) -> Config:
     """Read the project's price overlay (``.gpulint-prices.json`` next to the configuration, or
-    ``[tool.gpulint.pricing] overlay``) into ``cfg.price_overlay``; a configured path must exist."""
+    ``[tool.gpulint.pricing] overlay``) into ``cfg.price_overlay``; a configured path other than the default must exist."""
     from gpulint.pricing.overlay import OverlayError, overlay_path, read_overlay
 
     path = overlay_path(cfg.root, cfg.pricing)
     if not path.is_file():
-        if cfg.pricing.get("overlay") and require:
+        # Naming the default path (as the README's example does) is the same as leaving it unset.
+        default = overlay_path(cfg.root, None)
+        if cfg.pricing.get("overlay") and require and path.resolve() != default.resolve():
             raise ConfigError(f"{cfg.describe()}: key 'pricing.overlay': {path} does not exist "
                               "(write it with `gpulint catalogue import FILE`)")
         return cfg
@@ -269,7 +290,7 @@ def from_dict(data: dict, path: Path | None) -> Config:
         max_nodes=int(data.get("max-nodes", 100_000)),
         file_timeout=float(data.get("file-timeout", 20.0)),
         pricing=dict(data.get("pricing") or {}),
-        instances=_catalogue_additions(list(data.get("instances") or [])),
+        instances=_catalogue_additions(list(data.get("instances") or []), path),
         models=dict(data.get("models") or {}),
         workloads=list(data.get("workloads") or []),
         raw=data,

@@ -95,6 +95,13 @@ class CostImpact:
 NO_COST = CostImpact(None, "No spend is attributed to this finding.", "high")
 
 
+def price_origin(region: str | None, as_of: object, source: str | None) -> str:
+    """"us-east-1, price as of 2025-06-01; source", leaving out what is unknown: a rate the user
+    configured has no catalogue region or date, and its source says whose rate it is."""
+    where = ", ".join(x for x in (region, f"price as of {as_of}" if as_of else None) if x)
+    return "; ".join(x for x in (where, source) if x) or "source not recorded"
+
+
 @dataclass(frozen=True)
 class Related:
     loc: Location

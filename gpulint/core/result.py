@@ -89,6 +89,8 @@ class ScanResult:
     cost_gate: CostGate | None = None
     fixable: tuple[int, int] = (0, 0)  # findings --fix would fix, and how many more --unsafe-fixes would
     fail_on: Severity = Severity.WARNING  # the severity gate of this run (JUnit failures)
+    baseline: str | None = None  # the --baseline file this scan was filtered through
+    baseline_hidden: int = 0  # findings that file hid
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Severity}

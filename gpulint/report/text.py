@@ -113,6 +113,8 @@ def summary_lines(result: "ScanResult", paint: _Paint) -> list[str]:
         f"{paint(head, _BOLD)} ({', '.join(parts)}); "
         f"{_plural(result.files_scanned, 'file')} scanned, "
         f"{_plural(len(result.workloads), 'workload')} found."
+        + (f" {_plural(result.baseline_hidden, 'finding')} hidden by the baseline {result.baseline}."
+           if result.baseline_hidden else "")
     ]
     lines.extend(spend_table(result, paint))
     lines.extend(diff_base_lines(result, paint))

@@ -45,7 +45,7 @@ def render_workloads(result: ScanResult) -> str:
                     lines.append(f"    {key}: {comp[key]}")
             if comp.get("usd_per_hour") is not None:
                 lines.append(f"    price: ${comp['usd_per_hour']:.2f}/h for all nodes (${comp.get('unit_usd_per_hour') or 0:.2f}/h each, "
-                             f"{comp.get('capacity') or 'on-demand'}, {comp.get('region')}; as of {comp.get('as_of')}; {comp.get('price_source')})")
+                             f"{_price_note(comp)})")
             elif comp.get("why_no_price"):
                 lines.append(f"    price: unknown, {comp['why_no_price']}")
             for f in comp.get("facts", []):
@@ -98,6 +98,46 @@ def _unjoined(launchers: dict) -> list[str]:
     return out
 
 
+def _price_note(comp: dict) -> str:
+    """"on-demand, us-east-1; as of 2026-07-20; source", leaving out what is unknown (a rate from the user's
+    configuration has no catalogue region or date; its source says whose rate it is)."""
+    head = ", ".join(x for x in (comp.get("capacity") or "on-demand", comp.get("region")) if x)
+    return "; ".join(x for x in (head, f"as of {comp['as_of']}" if comp.get("as_of") else None, comp.get("price_source")) if x)
+
+
 def _short(v, limit: int = 140) -> str:
-    text = v if isinstance(v, str) else repr(v)
+    text = _show(v)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_PARAM_KEYS = ("params", "parameters", "num_params", "param_count")
+
+
+def _show(v, key: str | None = None) -> str:
+    """A fact's value in words, not as a Python repr: a mapping as ``key=value`` pairs (unknown values left out),
+    a list as ``[a, b]``, a parameter count as 13B / 25.6M."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        if not v and key is None:
+            return "found"  # a fact with no details: it holds
+        pairs = [f"{k}={_show(x, str(k))}" for k, x in v.items() if x is not None]
+        text = ", ".join(pairs)
+        return text if key is None else f"({text})"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_show(x) for x in v) + "]" if v else "none"
+    if key is not None and (key in _PARAM_KEYS or key.endswith("_params")) and _is_number(v):
+        return param_count(v)
+    return str(v)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def param_count(n: float) -> str:
+    """13000000000 -> "13B", 25557032 -> "25.6M", 900 -> "900"."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f}".removesuffix(".0") + unit
+    return f"{n:g}"

@@ -3,7 +3,7 @@ fraction, with the price's instance, region, date and source and the
 assumption in one sentence. Never a figure without a known price."""
 from __future__ import annotations
 
-from gpulint.core.model import CostImpact
+from gpulint.core.model import CostImpact, price_origin
 from gpulint.resolve.results import ResolvedCompute
 from gpulint.link.workloads import Workload
 
@@ -22,8 +22,7 @@ def price_basis(target: Workload | ResolvedCompute) -> str:
     what = c.instance_name
     if what is None and c.gpu_hour is not None:  # priced per GPU-hour: the GPUs a node holds, not a machine
         what = f"{c.gpus_per_node}x {c.gpu_hour.gpu_model}" if p.nodes <= 1 else f"({c.gpus_per_node}x {c.gpu_hour.gpu_model})"
-    return (f"{count}{what} at ${p.unit_usd_per_hour:.2f}/h {p.capacity} "
-            f"({p.region}, price as of {p.as_of}; {p.source})")
+    return f"{count}{what} at ${p.unit_usd_per_hour:.2f}/h {p.capacity} ({price_origin(p.region, p.as_of, p.source)})"
 
 
 def avoidable(wl: Workload, fraction: float, assumption: str, confidence: str = "medium") -> CostImpact:

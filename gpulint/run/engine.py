@@ -368,9 +368,11 @@ class Scanner:
         findings = [_in_retired_code(f) for f in findings if not scope.outside(f.loc.path)]
         findings = self._post(merge_repeats(findings), results, rules, report_only, root)
         findings = bl.assign_fingerprints(findings)
+        hidden = 0
         if req.baseline:
             known = bl.read_baseline(req.baseline)
-            findings = [f for f in findings if f.fingerprint not in known]
+            kept = [f for f in findings if f.fingerprint not in known]
+            hidden, findings = len(findings) - len(kept), kept
         result = ScanResult(
             root=str(req.paths[0]) if len(req.paths) == 1 and Path(req.paths[0]).is_dir() else str(root),
             findings=sorted(findings, key=lambda f: f.sort_key()),
@@ -384,6 +386,8 @@ class Scanner:
             rules=[self.registry.rules[c] for c in sorted(self.registry.rules)],
             enabled={r.code for r in rules},
             errors=errors,
+            baseline=str(req.baseline) if req.baseline else None,
+            baseline_hidden=hidden,
         )
         if cache is not None:
             # a result with a crash, a timeout or a traceback in it is not stored: the next scan tries again
