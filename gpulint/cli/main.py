@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("path", nargs="?", default=".")
     wl.add_argument("--format", choices=["text", "json"], default="text")
     wl.add_argument("--config", type=Path)
+    wl.add_argument("--no-cache", action="store_true",
+                    help="neither read nor write the per-file result cache (.gpulint_cache at the project root, or $GPULINT_CACHE_DIR)")
 
     plugins = sub.add_parser("plugins", help="loaded and failed plugins")
     plugins.add_argument("--format", choices=["text", "json"], default="text")
@@ -604,7 +606,7 @@ def cmd_workloads(args, host: PluginHost) -> int:
         return EXIT_ERROR
     cfg = _config(args, path, host)
     try:
-        result, _ = Scanner(host, cfg).scan(ScanRequest(paths=[path], select=["SYS"]))
+        result, _ = Scanner(host, cfg).scan(ScanRequest(paths=[path], select=["SYS"], cache=not args.no_cache))
     except ScanError as exc:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR
