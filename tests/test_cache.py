@@ -268,3 +268,20 @@ def test_the_scan_record_is_not_served_when_its_inputs_change(tmp_path):
     assert reported(_scan(repo, "--baseline", base)) == []
     base.write_text(json.dumps({"gpulint_baseline": 1, "findings": []}))
     assert reported(_scan(repo, "--baseline", base)) == full
+
+
+def test_workloads_no_cache_writes_nothing_into_the_scanned_tree(tmp_path, monkeypatch):
+    """`gpulint workloads --no-cache` is accepted as `scan --no-cache` is, and leaves no .gpulint_cache behind
+    (GPULINT_CACHE_DIR unset, so the cache would go to the project root); without it the cache is written there."""
+    monkeypatch.delenv("GPULINT_CACHE_DIR", raising=False)
+    repo = _copy("wl-terraform-gcp", tmp_path)
+    (repo / ".gpulint.toml").write_text("")  # the project root (no git here)
+    uncached = run_cli("workloads", repo, "--format", "json", "--no-cache", cwd=repo)
+    assert uncached.returncode == 0, uncached.stderr
+    assert json.loads(uncached.stdout)["workloads"]
+    assert not (repo / ".gpulint_cache").exists()
+    text = run_cli("workloads", repo, "--no-cache", cwd=repo)
+    assert text.returncode == 0 and text.stdout and not (repo / ".gpulint_cache").exists()
+    cached = run_cli("workloads", repo, "--format", "json", cwd=repo)
+    assert cached.returncode == 0 and cached.stdout == uncached.stdout
+    assert (repo / ".gpulint_cache" / "CACHEDIR.TAG").is_file()

@@ -373,3 +373,24 @@ def test_text_summary_counts_fixable_findings(tmp_path):
     (tmp_path / "train.py").write_text("from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds)\n" + LOOP)
     proc = run_cli("scan", ".", cwd=tmp_path)
     assert "1 finding fixable with `gpulint scan --fix`; 1 more with `--unsafe-fixes`" in proc.stdout
+
+
+@pytest.mark.parametrize("args,checked", [
+    (("--format", "json"), True), (("--format", "text"), True), (("--format", "markdown"), True),
+    (("--format", "json", "--statistics"), True), (("--format", "text", "--quiet"), False),
+    (("--format", "sarif"), False), (("--format", "github"), False), (("--format", "gitlab"), False),
+    (("--format", "junit"), False),
+])
+def test_fixes_are_checked_against_the_files_only_for_output_that_shows_them(tmp_path, capsys, monkeypatch, args, checked):
+    """Checking a fix builds its edits (a libcst import and parses for Python): only a format that shows
+    fixes or their count (json, text with its summary, markdown, --statistics) pays for it."""
+    import importlib
+
+    cli_main = importlib.import_module("gpulint.cli.main")  # the package exports main() under the same name
+
+    real, calls = cli_main._fixable, []
+    monkeypatch.setattr(cli_main, "_fixable", lambda *a: calls.append(1) or real(*a))
+    write_tree(tmp_path, {"train.py": "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\nds = ImageFolder('/data/train')\nloader = DataLoader(ds)\n" + LOOP})
+    rc, out, _ = cli(capsys, "scan", tmp_path, "--no-cache", *args)
+    assert rc in (0, 1) and out
+    assert bool(calls) is checked

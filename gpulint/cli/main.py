@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("path", nargs="?", default=".")
     wl.add_argument("--format", choices=["text", "json"], default="text")
     wl.add_argument("--config", type=Path)
+    wl.add_argument("--no-cache", action="store_true",
+                    help="neither read nor write the per-file result cache (.gpulint_cache at the project root, or $GPULINT_CACHE_DIR)")
 
     plugins = sub.add_parser("plugins", help="loaded and failed plugins")
     plugins.add_argument("--format", choices=["text", "json"], default="text")
@@ -300,7 +302,11 @@ def cmd_scan(args, host: PluginHost) -> int:
         if args.diff:
             return outcome
         result = outcome
-    result.fixable = _fixable(scanner, req, result)
+    opts = ReportOptions(show_guidance=args.show_guidance, color=_color(args), quiet=args.quiet, verbose=args.verbose)
+    reads_fixes = getattr(host.registry.formats.get(args.format), "reads_fixes", None)  # a plugin's may lack it
+    if args.statistics or reads_fixes is None or reads_fixes(opts):
+        # checking each fix against the files costs a libcst import and parses: only for output that shows fixes
+        result.fixable = _fixable(scanner, req, result)
     result.fail_on = fail_on
     if args.fail_on_cost is not None:
         from gpulint.core.result import CostGate
@@ -310,7 +316,6 @@ def cmd_scan(args, host: PluginHost) -> int:
             result.cost_gate = CostGate(args.fail_on_cost, d.usd_per_hour_new, [f for f in d.priced if usd_of(f) > 0])
         else:
             result.cost_gate = CostGate(args.fail_on_cost, result.avoidable_total(), result.priced())
-    opts = ReportOptions(show_guidance=args.show_guidance, color=_color(args), quiet=args.quiet, verbose=args.verbose)
     if args.statistics:
         text = _statistics(result, args.format)
     else:
@@ -621,7 +626,7 @@ def cmd_workloads(args, host: PluginHost) -> int:
         return EXIT_ERROR
     cfg = _config(args, path, host)
     try:
-        result, _ = Scanner(host, cfg).scan(ScanRequest(paths=[path], select=["SYS"]))
+        result, _ = Scanner(host, cfg).scan(ScanRequest(paths=[path], select=["SYS"], cache=not args.no_cache))
     except ScanError as exc:
         print(f"gpulint: {exc}", file=sys.stderr)
         return EXIT_ERROR

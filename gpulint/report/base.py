@@ -39,6 +39,13 @@ class Reporter:
     def render(self, result: "ScanResult", options: ReportOptions) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def reads_fixes(self, options: ReportOptions) -> bool:
+        """Whether this rendering shows a finding's ``fix`` or ``result.fixable``. Only then does the
+        CLI check each fix against the files (building its edits, which for Python means importing
+        libcst and parsing), dropping those --fix would refuse; a format that never shows fixes
+        answers False and skips that work. Unknown (plugin) formats are assumed to read them."""
+        return True
+
 
 # -- helpers shared by the formats ---------------------------------------------
 

@@ -60,6 +60,9 @@ class GithubReporter(Reporter):
     name = "github"
     description = "GitHub Actions annotations (::error/::warning/::notice workflow commands)"
 
+    def reads_fixes(self, options: ReportOptions) -> bool:  # no fix is shown in this format
+        return False
+
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
         lines = [command(result.root, f, options.show_guidance) for f in sorted_findings(result.findings)]
         return "\n".join(lines) + ("\n" if lines else "")

@@ -49,6 +49,9 @@ class GitlabReporter(Reporter):
     name = "gitlab"
     description = "GitLab Code Quality report (artifacts:reports:codequality)"
 
+    def reads_fixes(self, options: ReportOptions) -> bool:  # no fix is shown in this format
+        return False
+
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
         issues = [issue(result.root, f) for f in sorted_findings(result.findings)]
         return dumps(issues) + "\n"

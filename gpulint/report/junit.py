@@ -39,6 +39,9 @@ class JunitReporter(Reporter):
     name = "junit"
     description = "JUnit XML: one test case per finding, failures at or above --fail-on"
 
+    def reads_fixes(self, options: ReportOptions) -> bool:  # no fix is shown in this format
+        return False
+
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
         findings = sorted_findings(result.findings)
         threshold = result.fail_on.rank

@@ -233,6 +233,9 @@ class SarifReporter(Reporter):
     name = "sarif"
     description = "SARIF 2.1.0 (GitHub code scanning, editors' SARIF viewers)"
 
+    def reads_fixes(self, options: ReportOptions) -> bool:  # no fix is shown in this format
+        return False
+
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
         return dumps(document(result)) + "\n"
 

@@ -195,6 +195,9 @@ class TextReporter(Reporter):
     name = "text"
     description = "one line per finding (path:line:col: CODE [severity] message), then a summary"
 
+    def reads_fixes(self, options: ReportOptions) -> bool:  # only the summary counts fixes; --quiet has none
+        return not options.quiet
+
     def render(self, result: "ScanResult", options: ReportOptions) -> str:
         paint = _Paint(options.color)
         lines: list[str] = []
