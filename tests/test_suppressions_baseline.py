@@ -186,6 +186,12 @@ def test_scan_through_a_baseline_says_how_many_it_hid(repo, tmp_path):
     assert proc.returncode == 1
     summary = [line for line in proc.stdout.splitlines() if line.startswith("Found ")]
     assert summary and summary[0].endswith(f"6 findings hidden by the baseline {base}."), proc.stdout
+    # the same baseline under another name, answered from the last scan's record: the summary names the file given
+    moved = tmp_path / "moved.json"
+    shutil.copy(base, moved)
+    again = run_cli("scan", repo, "--baseline", moved, "--verbose")
+    assert "the last scan's result was reused" in again.stderr
+    assert f"6 findings hidden by the baseline {moved}." in again.stdout
     assert "hidden by the baseline" not in run_cli("scan", repo).stdout  # no baseline, no such words
 
 

@@ -14,7 +14,7 @@ import os
 import re
 import posixpath
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as dataclass_replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -426,6 +426,8 @@ class Scanner:
     def _stored(self, stored: tuple, req: ScanRequest, root: Path, cache: FileCache) -> tuple[ScanResult, list[Workload]]:
         """A stored scan's result, as the scan would have returned it."""
         result, workloads, kinds = stored
+        if req.baseline:  # the same baseline bytes may sit at another path than the stored scan's
+            result = dataclass_replace(result, baseline=str(req.baseline))
         if req.progress is not None:
             req.progress(result.files_scanned, result.files_scanned)
         if req.write_baseline:
