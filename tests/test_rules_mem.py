@@ -449,3 +449,14 @@ def test_a_lightning_trainer_told_to_use_fewer_gpus_than_the_node_has_idles_the_
     if fires:
         assert found[0].loc.path == "train.py" and found[0].loc.line == 4
         assert "Set devices=8" in found[0].guidance
+
+
+def test_profile_and_sharding_are_computed_once_per_resolved_workload():
+    from dataclasses import replace
+
+    wl = resolve_by_hand(Workload(name="t", entrypoint="train.py", facts=[]), compute={"instance": "p4d.24xlarge"},
+                         model={"name": "m", "params": 10**9})
+    p = mem.profile(wl)
+    assert p is not None and mem.profile(wl) is p and mem.sharding_of(wl) is p.sharding
+    wl.resolution = replace(wl.resolution)  # a new resolution: computed again
+    assert mem.profile(wl) is not p and mem.profile(wl) == p

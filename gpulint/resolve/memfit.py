@@ -8,11 +8,17 @@ state) that MEM001 must still find too big, and a *conservative* one (HF's
 18 B/param accounting, no sharding or offload that is not certain, Adam when the
 optimizer is unknown) that MEM002/MEM003 must find small enough. Anything that
 cannot be decided either way is ``None``, and the rules stay silent.
+
+:func:`profile` and :func:`sharding_of` are computed once per resolved workload (kept in
+``WorkloadResolution.derived``): MEM001, MEM002, MEM003 and the NET rules ask for them,
+and each reading resolves the scripts' flags against every launcher. A workload's facts,
+launchers and resolution do not change once it is resolved; callers must not change
+the objects returned.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from gpulint.resolve.cost import compute_of
 from gpulint.resolve.memory import GiB, Estimate, TrainingSetup, estimate_training
@@ -99,8 +105,29 @@ class Sharding:
         return self.most != "none"
 
 
+_T = TypeVar("_T")
+
+
+def _once(wl: Workload, key: str, compute: Callable[[Workload], _T]) -> _T:
+    """``compute(wl)``, kept in the workload's resolution so that every rule reads the same value computed once.
+    A workload not resolved yet is computed each time; a resolution carried over to another workload object
+    (``dataclasses.replace``) is recomputed for it."""
+    derived = getattr(wl.resolution, "derived", None)
+    if derived is None:
+        return compute(wl)
+    got = derived.get(key)
+    if got is None or got[0] is not wl:
+        got = derived[key] = (wl, compute(wl))
+    return got[1]
+
+
 def sharding_of(wl: Workload) -> Sharding:
-    """Sharding stage and offload from DeepSpeed/accelerate configs, FSDP in code, HF ``fsdp=`` and launcher flags."""
+    """Sharding stage and offload from DeepSpeed/accelerate configs, FSDP in code, HF ``fsdp=`` and launcher flags
+    (computed once per resolved workload)."""
+    return _once(wl, "sharding", _sharding_of)
+
+
+def _sharding_of(wl: Workload) -> Sharding:
     options: list[tuple[str, bool | None, bool | None, Fact]] = []  # (sharding, offload_opt, offload_params, fact)
     full = {"deepspeed": "zero3", "fsdp": "fsdp_full"}  # what an undecided stage may be, at most
     for f in wl.of("sharding"):
@@ -346,7 +373,12 @@ def _pos(v: Any) -> int | None:
 
 
 def profile(wl: Workload) -> Profile | None:
-    """The workload's model, precision, optimizer, sharding and GPUs; None without a model size."""
+    """The workload's model, precision, optimizer, sharding and GPUs; None without a model size
+    (computed once per resolved workload)."""
+    return _once(wl, "profile", _profile)
+
+
+def _profile(wl: Workload) -> Profile | None:
     model = wl.resolution.model
     params = model.params if model is not None else None
     if not isinstance(params, int) or isinstance(params, bool) or params <= 0:

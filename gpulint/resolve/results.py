@@ -323,6 +323,10 @@ class WorkloadResolution:
     gpus_hidden: str | None = None  # every launcher runs it with no usable GPU (CUDA_VISIBLE_DEVICES= at Makefile:6, a CPU-only torch image)
     unsized: str | None = None  # why nothing sizes its GPU time (gpulint.resolve.scale): no named instance or GPU, unknown model size, one GPU
     to_price: str | None = None  # for an unpriced GPU workload, the one fact that would price it and how to declare it
+    #: what is derived from this resolution and its workload's facts, computed on first use and kept for every
+    #: rule after (``gpulint.resolve.memfit``'s fit profile and sharding): never compared, printed or serialised,
+    #: and empty again in a resolution made with ``dataclasses.replace``
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def device(self) -> str:
