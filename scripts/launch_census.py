@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from gpulint.core.config import load_config
@@ -34,20 +35,25 @@ def census(path: Path, host: PluginHost) -> dict:
             "_facts": facts}
 
 
+def each_repository(paths, measure) -> Iterator[dict]:
+    """``measure(path, host)`` of each repository, one plugin host for all; a repository whose scan crashes is
+    said on stderr and left out, so it does not hide the others' counts (shared with launcher_recall.py)."""
+    host = PluginHost()
+    for p in map(Path, paths):
+        try:
+            yield measure(p, host)
+        except Exception as exc:
+            print(f"{p}: scan failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--list", metavar="TOOL", help="print every launch fact of this tool")
     args = ap.parse_args(argv)
-    host = PluginHost()
     out = []
-    for p in map(Path, args.paths):
-        try:
-            row = census(p, host)
-        except Exception as exc:  # a crash in one repository must not hide the others' counts
-            print(f"{p}: scan failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            continue
+    for row in each_repository(args.paths, census):
         if args.list:
             for f in row["_facts"]:
                 if str(f.value.get("tool")) == args.list:

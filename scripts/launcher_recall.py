@@ -23,6 +23,7 @@ from pathlib import Path
 from gpulint.core.config import load_config
 from gpulint.run.engine import ScanRequest, Scanner
 from gpulint.run.plugins import PluginHost
+from launch_census import each_repository  # scripts/ is on sys.path when run as a script
 
 _SCRIPT_WORD = re.compile(r"[\w./${}-]*?([\w.-]+\.(?:py|sh|slurm|sbatch))\b")
 _SCRIPT_EXT = (".py", ".sh", ".slurm", ".sbatch")
@@ -91,15 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--unjoined", action="store_true", help="list every launcher file not joined, with its command")
     args = ap.parse_args(argv)
-    host = PluginHost()
-    out = []
-    for p in map(Path, args.paths):
-        try:
-            row = recall(p, host)
-        except Exception as exc:  # one repository's crash must not hide the others' counts
-            print(f"{p}: scan failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            continue
-        out.append(row)
+    out = list(each_repository(args.paths, recall))
     if args.json:
         json.dump(out, sys.stdout, indent=1)
         print()

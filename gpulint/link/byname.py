@@ -19,7 +19,8 @@ class Repo(Protocol):
 
     def dockerfiles_by_folder(self) -> dict[str, list[str]]: ...
 
-__all__ = ["by_path_tail", "through_image", "in_project"]
+
+__all__ = ["by_path_tail", "through_image", "in_project", "nearest_under"]
 
 #: a common tail of at least this many path components names one file even when the repository sits deeper
 #: in the cluster's tree than its own root (``pytorch/FSDP/src/train.py``); two (``src/train.py``) is too common
@@ -71,7 +72,7 @@ def through_image(script: str, launcher_path: str, repo: Repo, ok: Callable[[str
     folder = posixpath.dirname(launcher_path)
     while True:
         found: dict[str, str] = {}
-        for df in _dockerfiles_in(folder, repo):
+        for df in repo.dockerfiles_by_folder().get(folder, []):
             for f in repo.of_kind(df, "image.copy"):
                 src, dest = str(f.value.get("src") or ""), str(f.value.get("dest") or "")
                 rest = _under(script, dest)
@@ -100,23 +101,24 @@ def _under(script: str, dest: str) -> str | None:
     return script[len(d) + 1:] if script.startswith(d.rstrip("/") + "/") else None
 
 
-def _dockerfiles_in(folder: str, repo: Repo) -> list[str]:
-    index = repo.dockerfiles_by_folder()
-    return index.get(folder, [])
-
-
-def in_project(name: str, launcher_path: str, repo: Repo, candidates: list[str]) -> tuple[str, str] | None:
-    """A bare script name (``train.py``) a container job runs from its image's working folder: the one file of
-    that name under the launcher's nearest folder that holds any (the job's project: ``llama3/kubernetes/job.yaml``
-    and ``llama3/src/train.py``), never at the repository root, which is every project's."""
-    if "/" in name or not candidates:
-        return None
-    here = posixpath.dirname(launcher_path)
+def nearest_under(paths: Iterable[str], start: str) -> tuple[str, list[str]] | None:
+    """The nearest folder of the file ``start`` that holds any of ``paths`` (its own folder, then each parent, never
+    the repository root, which holds every project's), and the paths under it; None when only the root does."""
+    here = posixpath.dirname(start)
     while here:
-        under = [p for p in candidates if p.startswith(here + "/")]
+        under = [p for p in paths if p.startswith(here + "/")]
         if under:
-            if len(under) != 1:
-                return None
-            return under[0], f"assumed: the only {name} in the job's project {here}/ (joined by name)"
+            return here, under
         here = posixpath.dirname(here)
     return None
+
+
+def in_project(name: str, launcher_path: str, candidates: list[str]) -> tuple[str, str] | None:
+    """A bare script name (``train.py``) a container job runs from its image's working folder: the one file of
+    that name under the launcher's nearest folder that holds any (the job's project: ``llama3/kubernetes/job.yaml``
+    and ``llama3/src/train.py``)."""
+    near = nearest_under(candidates, launcher_path) if "/" not in name else None
+    if near is None or len(near[1]) != 1:
+        return None
+    folder, [path] = near
+    return path, f"assumed: the only {name} in the job's project {folder}/ (joined by name)"

@@ -99,13 +99,11 @@ def _decide(job: Compute, cands: list[Compute], why: str) -> None:
 def _project_cluster(job_path: str, queues: list[Compute]) -> tuple[list[Compute], str] | None:
     """The queues of the one cluster file under the job's nearest folder that holds any (never the repository's
     root, which holds every project's), and that folder; None when that folder holds several cluster files."""
-    here = posixpath.dirname(job_path)
-    while here:
-        under = [q for q in queues if q.path.startswith(here + "/")]
-        if under:
-            return (under, here) if len({q.path for q in under}) == 1 else None
-        here = posixpath.dirname(here)
-    return None
+    near = _nearest(queues, job_path)
+    shared = _shared_folders(job_path, near[0].path) if near else 0
+    if not shared or len({q.path for q in near}) != 1:
+        return None
+    return near, "/".join(posixpath.dirname(job_path).split("/")[:shared])
 
 
 def _slurm(job: Compute, queues: list[Compute], assigned: dict[str, tuple[str, str]]) -> None:

@@ -359,13 +359,8 @@ def _nearest(paths: list[str], launcher_path: str) -> str | None:
     """The one of several same-named scripts that sits under the launcher's nearest folder holding any of them
     (``internvl_chat/shell/run.sh`` runs ``internvl/train/finetune.py`` from ``internvl_chat/``, not the copy under
     ``internvl_chat_gpt_oss/``); None when that folder holds more than one, or only the root holds them."""
-    here = posixpath.dirname(launcher_path)
-    while here:
-        under = [p for p in paths if p.startswith(here + "/")]
-        if under:
-            return under[0] if len(under) == 1 else None
-        here = posixpath.dirname(here)
-    return None
+    near = byname.nearest_under(paths, launcher_path)
+    return near[1][0] if near is not None and len(near[1]) == 1 else None
 
 
 def _beside(path: str, launcher_path: str) -> bool:
@@ -611,9 +606,9 @@ def _assumed_script(script: Any, u: _Use, repo: Repo) -> tuple[str, str] | None:
     if not isinstance(script, str) or not script or u.fact.value.get("module"):
         return None
     ok = lambda p: repo.kinds.get(p) in CODE_KINDS  # noqa: E731
-    name = posixpath.basename(script)
-    return byname.by_path_tail(script, repo.named(name)) or byname.through_image(script, u.path, repo, ok) or \
-        (byname.in_project(script, u.path, repo, repo.named(name)) if (u.fact.attrs or {}).get("container") else None)
+    named = repo.named(posixpath.basename(script))
+    return byname.by_path_tail(script, named) or byname.through_image(script, u.path, repo, ok) or \
+        (byname.in_project(script, u.path, named) if (u.fact.attrs or {}).get("container") else None)
 
 
 def _launcher_file(script: str | None, launcher_path: str, repo: Repo,
@@ -624,17 +619,19 @@ def _launcher_file(script: str | None, launcher_path: str, repo: Repo,
         return None, ""
     s = _strip_container(script)
     here = posixpath.dirname(launcher_path)
+
+    def other_launcher(p: str) -> bool:
+        return p != launcher_path and (repo.kinds.get(p) not in CODE_KINDS or _python_launcher(p, repo))
+
     cands = [s.lstrip("/")] if s.startswith("/") else [posixpath.normpath(posixpath.join(here, s)), posixpath.normpath(s)]
     for c in cands:
-        if c in launches_in and c != launcher_path and (repo.kinds.get(c) not in CODE_KINDS or _python_launcher(c, repo)):
+        if c in launches_in and other_launcher(c):
             return c, ""
-    matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and p != launcher_path
-               and (repo.kinds.get(p) not in CODE_KINDS or _python_launcher(p, repo))]
+    matches = [p for p in launches_in if "/" in s and p.endswith("/" + "/".join(s.split("/")[-2:])) and other_launcher(p)]
     if len(matches) == 1:
         return matches[0], ""
     # `shell /fsx/<clone>/.../finetune.sh`: the launcher file the cluster path ends like
-    tail = byname.by_path_tail(script, [p for p in launches_in if p != launcher_path
-                                        and (repo.kinds.get(p) not in CODE_KINDS or _python_launcher(p, repo))])
+    tail = byname.by_path_tail(script, [p for p in launches_in if other_launcher(p)])
     return tail if tail else (None, "")
 
 
@@ -674,7 +671,7 @@ def _launch_uses(repo: Repo, computes: dict[str, Compute]) -> list[_Use]:
 
     def walk(use: _Use, depth: int) -> None:
         inner, assumed = _launcher_file(use.fact.value.get("script"), use.path, repo, launches_in)
-        if inner is None or depth >= _MAX_CHAIN or any(inner == v.split(" runs ", 1)[-1].split(" (", 1)[0] for v in use.via):
+        if inner is None or depth >= _MAX_CHAIN or any(inner == p for p, _ in use.env_files[1:]):
             uses.append(use)
             return
         if repo.kinds.get(inner) not in CODE_KINDS:
@@ -845,11 +842,12 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
     for u in uses:
         if (u.fact.attrs or {}).get("fetched"):
             continue  # the launcher downloads or clones the script it runs: not the repository's file of that name
+        said = sum(map(len, undecided.values()))
         script, u = _resolve_use(u, repo, consoles, undecided, scope)
         if script and not scope.outside(script) and not scope.outside(u.path):
             entries.setdefault(script, []).append(u)
         if not scope.outside(u.path):
-            census.count(u, script)
+            census.count(u, script, undecided=sum(map(len, undecided.values())) > said)
     pinned = {row.get("entrypoint") for row in table or []}
     copies = _stray_copies(entries, repo, pinned)
     for path in copies:
@@ -957,7 +955,7 @@ def link(repo: Repo, table: list[dict] | None = None, scope: "Scope | None" = No
             wl.unknown.append("compute: no launcher, infrastructure file or config names the instance this runs on")
         if not wl.launchers and wl.code_files:
             wl.unknown.append("launcher: nothing in the repository starts this script")
-    return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities, census.unjoined(undecided),
+    return Linked([workloads[k] for k in sorted(workloads)], computes, ambiguities, census.unjoined(),
                   census.named, census.joined)
 
 
@@ -967,10 +965,12 @@ class _JoinCensus:
     def __init__(self, repo: Repo):
         self.repo = repo
         self.named = self.joined = 0
-        self._missed: list[tuple[_Use, str]] = []
+        self._missed: list[tuple[_Use, str, bool]] = []
         self._seen: set = set()
 
-    def count(self, u: _Use, script: str | None) -> None:
+    def count(self, u: _Use, script: str | None, undecided: bool = False) -> None:
+        """One launch and the file it was joined to (None); ``undecided``: its script variable's values are
+        several files of the repository, so it was joined to none of them."""
         key = (u.fact.loc.path, u.fact.loc.line, u.fact.key)
         if key in self._seen:
             return  # one launch reached through several chains
@@ -986,15 +986,14 @@ class _JoinCensus:
         if script:
             self.joined += 1
         else:
-            self._missed.append((u, written or (cands[0] if cands else "")))
+            self._missed.append((u, written or (cands[0] if cands else ""), undecided))
 
-    def unjoined(self, undecided: dict[str, list[str]]) -> list[Unjoined]:
+    def unjoined(self) -> list[Unjoined]:
         out = []
-        said = {r.split(" runs one of ", 1)[0] for reasons in undecided.values() for r in reasons}
-        for u, written in self._missed:
+        for u, written, undecided in self._missed:
             v = u.fact.value
             command = f"{v.get('tool')} {written or v.get('module') or ''}".strip()
-            if f"launcher: {u.fact.loc.short()}" in said:
+            if undecided:
                 why = "runs one of several repository files, chosen at run time (the values of its script variable)"
             elif "$" in written or "{" in written:
                 why = f"the script path {written} holds a variable the launcher does not set"
